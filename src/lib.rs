@@ -1,0 +1,19 @@
+//! pstitch: a fast, exact reimplementation of `perf script`, with
+//! first-class support for deferred user callchains.
+//!
+//! The pipeline, one module per stage, data flowing one way:
+//!
+//! ```text
+//! perf_data (records, attrs, features)
+//!   -> session (ordering, attrs/features from the stream, deferred stitching)
+//!     -> machine (threads, comms, maps)  +  symbols (ELF, DWARF, kallsyms)
+//!       -> script (perf script's text)
+//! ```
+
+pub mod cli;
+pub mod input;
+pub mod machine;
+pub mod perf_data;
+pub mod script;
+pub mod session;
+pub mod symbols;

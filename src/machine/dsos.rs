@@ -1,0 +1,114 @@
+//! The DSO table: every object file (or pseudo-file) a map points to, by
+//! the name perf prints for it.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::maps::DsoId;
+
+/// What kind of object a DSO name denotes (perf's `is_anon_memory`,
+/// `is_no_dso_memory`, `is_vdso_map`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DsoKind {
+    /// A file on disk.
+    File,
+    /// `[kernel.kallsyms]`.
+    Kernel,
+    /// A kernel module or another kernel-side map.
+    KernelModule,
+    /// `[vdso]` and its 32-bit siblings.
+    Vdso,
+    /// Anonymous memory: `//anon`, `[anon:...]`, `/dev/zero`, `/anon_hugepage`.
+    Anon,
+    /// Memory no file backs: `[stack...]`, `[heap]`, `/SYSV...`.
+    NoDso,
+    /// Other bracketed pseudo-files (`[vsyscall]`, `[uprobes]`, ...).
+    Pseudo,
+}
+
+/// Classifies a mapping's file name as perf does.
+pub fn classify(name: &str) -> DsoKind {
+    if name == "//anon" || name.starts_with("[anon:") || name.starts_with("/dev/zero") || name.starts_with("/anon_hugepage") {
+        DsoKind::Anon
+    } else if name.starts_with("[stack") || name.starts_with("/SYSV") || name == "[heap]" {
+        DsoKind::NoDso
+    } else if matches!(name, "[vdso]" | "[vdso32]" | "[vdsox32]") {
+        DsoKind::Vdso
+    } else if name.starts_with('[') {
+        DsoKind::Pseudo
+    } else {
+        DsoKind::File
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Dso {
+    /// The long name: the path as recorded, or a bracketed pseudo-name.
+    pub name: Rc<str>,
+    pub kind: DsoKind,
+    /// From an MMAP2 record or the BUILD_ID table.
+    pub build_id: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Dsos {
+    list: Vec<Dso>,
+    by_name: HashMap<Rc<str>, DsoId>,
+}
+
+impl Dsos {
+    pub fn findnew(&mut self, name: &str, kind: DsoKind) -> DsoId {
+        if let Some(&id) = self.by_name.get(name) {
+            return id;
+        }
+        let id = self.list.len() as DsoId;
+        let name: Rc<str> = name.into();
+        self.list.push(Dso { name: name.clone(), kind, build_id: None });
+        self.by_name.insert(name, id);
+        id
+    }
+
+    pub fn find(&self, name: &str) -> Option<DsoId> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn get(&self, id: DsoId) -> &Dso {
+        &self.list[id as usize]
+    }
+
+    pub fn set_build_id(&mut self, id: DsoId, build_id: Vec<u8>) {
+        self.list[id as usize].build_id = Some(build_id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_like_perf() {
+        assert_eq!(classify("//anon"), DsoKind::Anon);
+        assert_eq!(classify("[anon:rust]"), DsoKind::Anon);
+        assert_eq!(classify("[stack]"), DsoKind::NoDso);
+        assert_eq!(classify("[heap]"), DsoKind::NoDso);
+        assert_eq!(classify("[vdso]"), DsoKind::Vdso);
+        assert_eq!(classify("[vsyscall]"), DsoKind::Pseudo);
+        assert_eq!(classify("/usr/lib/libc.so.6"), DsoKind::File);
+    }
+
+    #[test]
+    fn one_entry_per_name() {
+        let mut d = Dsos::default();
+        let a = d.findnew("/a", DsoKind::File);
+        assert_eq!(d.findnew("/a", DsoKind::File), a);
+        assert_ne!(d.findnew("/b", DsoKind::File), a);
+    }
+}

@@ -1,0 +1,258 @@
+//! The machine: threads, their comms and address spaces, as perf rebuilds
+//! them from COMM, FORK, EXIT and MMAP records.
+//!
+//! Threads are looked up by tid. Threads of one process share one map group
+//! (the leader's); a FORK into a new process copies the parent's maps, a
+//! FORK of a thread shares them. An EXIT removes the thread: samples that
+//! come later for that tid see a new thread with no comm (printed `:TID`).
+//! The kernel's maps are machine-wide and used for kernel-mode addresses.
+
+pub mod dsos;
+pub mod maps;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+pub use dsos::{Dso, DsoKind, Dsos};
+pub use maps::{DsoId, Map, MapKind, Maps};
+
+use crate::perf_data::record::{CommRecord, MmapRecord, TaskRecord, misc};
+
+/// `PERF_RECORD_MISC_FORK_EXEC`: a FORK perf record synthesized for an
+/// existing task; its maps arrive as MMAP records, so none are copied.
+const MISC_FORK_EXEC: u16 = 1 << 13;
+const PROT_EXEC: u32 = 4;
+
+/// A thread's comm, shared cheaply with held samples.
+pub type Comm = Rc<str>;
+
+#[derive(Debug)]
+pub struct Thread {
+    pub pid: i32,
+    pub tid: i32,
+    /// `None` until a COMM (or a FORK from a named parent) sets it.
+    comm: Option<Comm>,
+    maps: Rc<RefCell<Maps>>,
+}
+
+impl Thread {
+    /// The comm perf prints: the latest one set, or `:TID`.
+    pub fn comm(&self) -> Comm {
+        match &self.comm {
+            Some(c) => c.clone(),
+            None => format!(":{}", self.tid).into(),
+        }
+    }
+
+    pub fn comm_is_set(&self) -> bool {
+        self.comm.is_some()
+    }
+
+    pub fn maps(&self) -> std::cell::Ref<'_, Maps> {
+        self.maps.borrow()
+    }
+}
+
+/// CPU mode of an address lookup (from `header.misc` or a callchain
+/// context marker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuMode {
+    Kernel,
+    User,
+    Hypervisor,
+    GuestKernel,
+    GuestUser,
+    Unknown,
+}
+
+impl CpuMode {
+    pub fn from_misc(m: u16) -> CpuMode {
+        match m & misc::CPUMODE_MASK {
+            misc::KERNEL => CpuMode::Kernel,
+            misc::USER => CpuMode::User,
+            misc::HYPERVISOR => CpuMode::Hypervisor,
+            misc::GUEST_KERNEL => CpuMode::GuestKernel,
+            misc::GUEST_USER => CpuMode::GuestUser,
+            _ => CpuMode::Unknown,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Machine {
+    threads: HashMap<i32, Thread>,
+    pub dsos: Dsos,
+    pub kernel_maps: Maps,
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine::new()
+    }
+}
+
+impl Machine {
+    /// A machine that knows the idle task (0/0) as `swapper`, as perf
+    /// registers it before reading.
+    pub fn new() -> Machine {
+        let mut m = Machine { threads: HashMap::new(), dsos: Dsos::default(), kernel_maps: Maps::default() };
+        m.findnew_thread(0, 0).comm = Some("swapper".into());
+        m
+    }
+
+    pub fn thread(&self, tid: i32) -> Option<&Thread> {
+        self.threads.get(&tid)
+    }
+
+    /// perf's `machine__findnew_thread`: find by tid (learning the pid if it
+    /// was unknown) or create, joining the leader's map group.
+    pub fn findnew_thread(&mut self, pid: i32, tid: i32) -> &mut Thread {
+        if self.threads.contains_key(&tid) {
+            let known_pid = self.threads[&tid].pid;
+            if pid != -1 && known_pid == -1 && pid != known_pid {
+                self.threads.get_mut(&tid).expect("present").pid = pid;
+                if pid != tid {
+                    let leader_maps = self.findnew_thread(pid, pid).maps.clone();
+                    self.threads.get_mut(&tid).expect("present").maps = leader_maps;
+                }
+            }
+            return self.threads.get_mut(&tid).expect("present");
+        }
+        let maps = if pid == tid || pid == -1 {
+            Rc::new(RefCell::new(Maps::default()))
+        } else {
+            self.findnew_thread(pid, pid).maps.clone()
+        };
+        self.threads.entry(tid).or_insert(Thread { pid, tid, comm: None, maps })
+    }
+
+    pub fn process_comm(&mut self, c: &CommRecord<'_>) {
+        let comm: Comm = String::from_utf8_lossy(c.comm).into();
+        self.findnew_thread(c.pid, c.tid).comm = Some(comm);
+    }
+
+    pub fn process_fork(&mut self, f: &TaskRecord, record_misc: u16) {
+        // A thread by the parent's tid that is not of the parent's process
+        // is stale (its EXIT was lost): start over.
+        if self.threads.get(&f.ptid).is_some_and(|p| p.pid != f.ppid) {
+            self.threads.remove(&f.ptid);
+        }
+        let (parent_comm, parent_maps, parent_pid) = {
+            let p = self.findnew_thread(f.ppid, f.ptid);
+            (p.comm.clone(), p.maps.clone(), p.pid)
+        };
+        self.threads.remove(&f.tid);
+        let do_maps_clone = record_misc & MISC_FORK_EXEC == 0;
+        let child = self.findnew_thread(f.pid, f.tid);
+        if let Some(c) = parent_comm {
+            child.comm = Some(c);
+        }
+        if child.pid != parent_pid && !Rc::ptr_eq(&child.maps, &parent_maps) && do_maps_clone {
+            let copy = parent_maps.borrow().clone();
+            for m in copy.iter() {
+                child.maps.borrow_mut().insert(m.clone());
+            }
+        }
+    }
+
+    pub fn process_exit(&mut self, e: &TaskRecord) {
+        self.threads.remove(&e.tid);
+    }
+
+    /// MMAP/MMAP2 of a user process (kernel-mode ones go to the kernel maps).
+    pub fn process_mmap(&mut self, m: &MmapRecord<'_>, record_type: u32, record_misc: u16) {
+        let cpumode = CpuMode::from_misc(record_misc);
+        let mut prot = m.prot;
+        if record_type == crate::perf_data::record::kind::MMAP && record_misc & misc::MMAP_DATA == 0 {
+            prot = PROT_EXEC;
+        }
+        let filename = String::from_utf8_lossy(m.filename);
+        if matches!(cpumode, CpuMode::Kernel | CpuMode::GuestKernel) {
+            self.process_kernel_mmap(m, &filename);
+            return;
+        }
+        let pid = {
+            let t = self.findnew_thread(m.pid, m.tid);
+            t.pid
+        };
+        let kind = dsos::classify(&filename);
+        let (name, map_kind, pgoff) = match kind {
+            DsoKind::Anon | DsoKind::NoDso if prot & PROT_EXEC != 0 => (format!("/tmp/perf-{pid}.map"), MapKind::Identity, m.pgoff),
+            DsoKind::Anon | DsoKind::NoDso => (filename.to_string(), MapKind::Identity, m.pgoff),
+            DsoKind::Vdso => (filename.to_string(), MapKind::Dso, 0),
+            _ => (filename.to_string(), MapKind::Dso, m.pgoff),
+        };
+        let dso = self.dsos.findnew(&name, kind);
+        if let Some(bid) = m.build_id {
+            self.dsos.set_build_id(dso, bid.to_vec());
+        }
+        let map = Map { start: m.start, end: m.start.wrapping_add(m.len), pgoff, dso, kind: map_kind, prot, flags: m.flags };
+        let t = self.findnew_thread(m.pid, m.tid);
+        t.maps.borrow_mut().insert(map);
+    }
+
+    fn process_kernel_mmap(&mut self, m: &MmapRecord<'_>, filename: &str) {
+        // "[kernel.kallsyms]_text" (or "_stext") names the kernel image;
+        // anything else kernel-side is a module or an extra kernel map.
+        let (name, kind, map_kind) = if filename.starts_with("[kernel.kallsyms]") {
+            ("[kernel.kallsyms]".to_string(), DsoKind::Kernel, MapKind::Identity)
+        } else {
+            (filename.to_string(), DsoKind::KernelModule, MapKind::Dso)
+        };
+        let dso = self.dsos.findnew(&name, kind);
+        let end = if m.start == 0 && m.len == 0 { u64::MAX } else { m.start.wrapping_add(m.len) };
+        let end = if end < m.start { u64::MAX } else { end };
+        self.kernel_maps.insert(Map { start: m.start, end, pgoff: m.pgoff, dso, kind: map_kind, prot: PROT_EXEC, flags: 0 });
+    }
+
+    /// The map that holds `addr` for `tid` in `mode` (perf's `thread__find_map`).
+    pub fn find_map(&self, tid: i32, mode: CpuMode, addr: u64) -> Option<Map> {
+        match mode {
+            CpuMode::Kernel => self.kernel_maps.find(addr).copied(),
+            CpuMode::User => self.threads.get(&tid)?.maps.borrow().find(addr).copied(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(pid: i32, ppid: i32, tid: i32, ptid: i32) -> TaskRecord {
+        TaskRecord { pid, ppid, tid, ptid, time: 0 }
+    }
+
+    #[test]
+    fn unknown_threads_print_tid() {
+        let mut m = Machine::new();
+        assert_eq!(&*m.findnew_thread(5, 7).comm(), ":7");
+        assert_eq!(&*m.thread(0).unwrap().comm(), "swapper");
+    }
+
+    #[test]
+    fn fork_inherits_comm_and_exit_forgets() {
+        let mut m = Machine::new();
+        m.process_comm(&CommRecord { pid: 10, tid: 10, comm: b"work", exec: false });
+        m.process_fork(&task(11, 10, 11, 10), 0);
+        assert_eq!(&*m.thread(11).unwrap().comm(), "work");
+        m.process_exit(&task(11, 10, 11, 10));
+        assert_eq!(&*m.findnew_thread(11, 11).comm(), ":11");
+    }
+
+    #[test]
+    fn threads_share_the_leaders_maps() {
+        let mut m = Machine::new();
+        m.process_fork(&task(10, 10, 12, 10), 0);
+        let mm = MmapRecord { pid: 10, tid: 10, start: 0x1000, len: 0x1000, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
+        m.process_mmap(&mm, crate::perf_data::record::kind::MMAP2, misc::USER);
+        assert!(m.find_map(12, CpuMode::User, 0x1800).is_some());
+        // A new process gets a copy, not a share.
+        m.process_fork(&task(20, 10, 20, 10), 0);
+        let mm2 = MmapRecord { start: 0x5000, ..mm };
+        m.process_mmap(&mm2, crate::perf_data::record::kind::MMAP2, misc::USER);
+        assert!(m.find_map(20, CpuMode::User, 0x1800).is_some());
+        assert!(m.find_map(20, CpuMode::User, 0x5800).is_none());
+    }
+}

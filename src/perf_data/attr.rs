@@ -1,0 +1,295 @@
+//! `struct perf_event_attr`: what an event samples and how its records look.
+//!
+//! ```text
+//!   0  u32 type            8  u64 config         16 u64 sample_period|freq
+//!   4  u32 size           24  u64 sample_type    32 u64 read_format
+//!  40  u64 flags (bitfield: disabled, inherit, ..., sample_id_all (18), ...,
+//!                 defer_callchain (38), defer_output (39))
+//!  48  u32 wakeup_events  52  u32 bp_type        56 u64 config1|bp_addr
+//!  64  u64 config2|bp_len 72  u64 branch_sample_type
+//!  80  u64 sample_regs_user                      88 u32 sample_stack_user
+//!  92  s32 clockid        96  u64 sample_regs_intr
+//! 104  u32 aux_watermark 108  u16 sample_max_stack ...
+//! ```
+//! `size` says how much of this the writer knew; fields past it read as 0.
+//! The layout of every sample record follows from `sample_type`
+//! (see [`super::sample`]).
+
+use super::bytes::Endian;
+
+/// `perf_event_attr.type` values.
+pub mod event_type {
+    pub const HARDWARE: u32 = 0;
+    pub const SOFTWARE: u32 = 1;
+    pub const TRACEPOINT: u32 = 2;
+    pub const HW_CACHE: u32 = 3;
+    pub const RAW: u32 = 4;
+    pub const BREAKPOINT: u32 = 5;
+}
+
+/// `sample_type` bits (`PERF_SAMPLE_*`).
+pub mod sample_type {
+    pub const IP: u64 = 1 << 0;
+    pub const TID: u64 = 1 << 1;
+    pub const TIME: u64 = 1 << 2;
+    pub const ADDR: u64 = 1 << 3;
+    pub const READ: u64 = 1 << 4;
+    pub const CALLCHAIN: u64 = 1 << 5;
+    pub const ID: u64 = 1 << 6;
+    pub const CPU: u64 = 1 << 7;
+    pub const PERIOD: u64 = 1 << 8;
+    pub const STREAM_ID: u64 = 1 << 9;
+    pub const RAW: u64 = 1 << 10;
+    pub const BRANCH_STACK: u64 = 1 << 11;
+    pub const REGS_USER: u64 = 1 << 12;
+    pub const STACK_USER: u64 = 1 << 13;
+    pub const WEIGHT: u64 = 1 << 14;
+    pub const DATA_SRC: u64 = 1 << 15;
+    pub const IDENTIFIER: u64 = 1 << 16;
+    pub const TRANSACTION: u64 = 1 << 17;
+    pub const REGS_INTR: u64 = 1 << 18;
+    pub const PHYS_ADDR: u64 = 1 << 19;
+    pub const AUX: u64 = 1 << 20;
+    pub const CGROUP: u64 = 1 << 21;
+    pub const DATA_PAGE_SIZE: u64 = 1 << 22;
+    pub const CODE_PAGE_SIZE: u64 = 1 << 23;
+    pub const WEIGHT_STRUCT: u64 = 1 << 24;
+}
+
+/// `read_format` bits (`PERF_FORMAT_*`).
+pub mod read_format {
+    pub const TOTAL_TIME_ENABLED: u64 = 1 << 0;
+    pub const TOTAL_TIME_RUNNING: u64 = 1 << 1;
+    pub const ID: u64 = 1 << 2;
+    pub const GROUP: u64 = 1 << 3;
+    pub const LOST: u64 = 1 << 4;
+}
+
+/// `branch_sample_type` bits that change the sample layout.
+pub mod branch_sample_type {
+    pub const HW_INDEX: u64 = 1 << 17;
+    pub const COUNTERS: u64 = 1 << 19;
+}
+
+/// Bits of the flags word at offset 40.
+pub mod flag {
+    pub const EXCLUDE_USER: u64 = 1 << 4;
+    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
+    pub const EXCLUDE_HV: u64 = 1 << 6;
+    pub const EXCLUDE_IDLE: u64 = 1 << 7;
+    pub const MMAP: u64 = 1 << 8;
+    pub const COMM: u64 = 1 << 9;
+    pub const FREQ: u64 = 1 << 10;
+    pub const PRECISE_IP_SHIFT: u32 = 15;
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    pub const EXCLUDE_HOST: u64 = 1 << 19;
+    pub const EXCLUDE_GUEST: u64 = 1 << 20;
+    pub const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
+    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
+    pub const MMAP2: u64 = 1 << 23;
+    pub const COMM_EXEC: u64 = 1 << 24;
+    pub const DEFER_CALLCHAIN: u64 = 1 << 38;
+    pub const DEFER_OUTPUT: u64 = 1 << 39;
+}
+
+/// The first version of the struct; anything shorter is malformed.
+pub const ATTR_SIZE_VER0: usize = 64;
+
+/// The fields of `perf_event_attr` pstitch uses, decoded to native order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attr {
+    pub type_: u32,
+    /// `attr.size` as written (0 means [`ATTR_SIZE_VER0`]).
+    pub size: u32,
+    pub config: u64,
+    pub sample_period: u64,
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub flags: u64,
+    pub bp_type: u32,
+    pub config1: u64,
+    pub config2: u64,
+    pub branch_sample_type: u64,
+    pub sample_regs_user: u64,
+    pub sample_stack_user: u32,
+    pub sample_regs_intr: u64,
+}
+
+impl Attr {
+    /// Decodes an attr from `data` (at least [`ATTR_SIZE_VER0`] bytes; longer
+    /// data is read up to `attr.size`). Returns `None` if it is too short.
+    ///
+    /// For a cross-endian file perf swaps each field and, for the flags
+    /// bitfield, reverses the bits of every byte: C compilers on big-endian
+    /// machines allocate bitfields from the most significant bit of each byte.
+    pub fn parse(data: &[u8], endian: Endian) -> Option<Attr> {
+        if data.len() < ATTR_SIZE_VER0 {
+            return None;
+        }
+        let size = endian.read_u32(data, 4)?;
+        let limit = if size == 0 { ATTR_SIZE_VER0 } else { (size as usize).min(data.len()) };
+        let data = &data[..limit];
+        let u64_at = |off: usize| endian.read_u64(data, off).unwrap_or(0);
+        let u32_at = |off: usize| endian.read_u32(data, off).unwrap_or(0);
+        let flags = {
+            let mut raw = [0u8; 8];
+            raw.copy_from_slice(&data[40..48]);
+            if endian == Endian::Big {
+                for b in &mut raw {
+                    *b = b.reverse_bits();
+                }
+            }
+            u64::from_le_bytes(raw)
+        };
+        Some(Attr {
+            type_: u32_at(0),
+            size,
+            config: u64_at(8),
+            sample_period: u64_at(16),
+            sample_type: u64_at(24),
+            read_format: u64_at(32),
+            flags,
+            bp_type: u32_at(52),
+            config1: u64_at(56),
+            config2: u64_at(64),
+            branch_sample_type: u64_at(72),
+            sample_regs_user: u64_at(80),
+            sample_stack_user: u32_at(88),
+            sample_regs_intr: u64_at(96),
+        })
+    }
+
+    /// Bytes the attr occupies on disk (`size`, or the v0 size when 0).
+    pub fn disk_size(&self) -> usize {
+        if self.size == 0 { ATTR_SIZE_VER0 } else { self.size as usize }
+    }
+
+    #[inline]
+    pub fn has(&self, flag: u64) -> bool {
+        self.flags & flag != 0
+    }
+
+    #[inline]
+    pub fn samples(&self, bits: u64) -> bool {
+        self.sample_type & bits != 0
+    }
+
+    pub fn sample_id_all(&self) -> bool {
+        self.has(flag::SAMPLE_ID_ALL)
+    }
+
+    pub fn precise_ip(&self) -> u64 {
+        (self.flags >> flag::PRECISE_IP_SHIFT) & 3
+    }
+
+    /// Size of the `sample_id` trailer on non-sample records.
+    pub fn id_hdr_size(&self) -> usize {
+        use sample_type::*;
+        if !self.sample_id_all() {
+            return 0;
+        }
+        let mut n = 0;
+        for bit in [TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER] {
+            if self.samples(bit) {
+                n += 8;
+            }
+        }
+        n
+    }
+
+    /// Index (in u64 words from the start of a sample body) of the event id,
+    /// or `None` if samples carry no id. Mirrors perf's `id_pos`.
+    pub fn sample_id_pos(&self) -> Option<usize> {
+        use sample_type::*;
+        if self.samples(IDENTIFIER) {
+            return Some(0);
+        }
+        if !self.samples(ID) {
+            return None;
+        }
+        let mut idx = 0;
+        for bit in [IP, TID, TIME, ADDR] {
+            if self.samples(bit) {
+                idx += 1;
+            }
+        }
+        Some(idx)
+    }
+
+    /// Position of the event id counted back from the end of a non-sample
+    /// record (1 = last word). Mirrors perf's `is_pos`.
+    pub fn trailer_id_pos(&self) -> Option<usize> {
+        use sample_type::*;
+        if self.samples(IDENTIFIER) {
+            return Some(1);
+        }
+        if !self.samples(ID) {
+            return None;
+        }
+        let mut idx = 1;
+        for bit in [CPU, STREAM_ID] {
+            if self.samples(bit) {
+                idx += 1;
+            }
+        }
+        Some(idx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attr_bytes(endian: Endian) -> Vec<u8> {
+        let mut v = vec![0u8; 136];
+        let put32 = |v: &mut Vec<u8>, off: usize, x: u32| {
+            let b = if endian == Endian::Little { x.to_le_bytes() } else { x.to_be_bytes() };
+            v[off..off + 4].copy_from_slice(&b);
+        };
+        let put64 = |v: &mut Vec<u8>, off: usize, x: u64| {
+            let b = if endian == Endian::Little { x.to_le_bytes() } else { x.to_be_bytes() };
+            v[off..off + 8].copy_from_slice(&b);
+        };
+        put32(&mut v, 0, 1);
+        put32(&mut v, 4, 136);
+        put64(&mut v, 24, sample_type::IP | sample_type::TID | sample_type::CALLCHAIN);
+        // sample_id_all (bit 18 = byte 2, bit 2) and defer_callchain (bit 38 = byte 4, bit 6)
+        if endian == Endian::Little {
+            v[42] = 1 << 2;
+            v[44] = 1 << 6;
+        } else {
+            v[42] = 1 << 5;
+            v[44] = 1 << 1;
+        }
+        v
+    }
+
+    #[test]
+    fn parses_both_byte_orders_alike() {
+        let le = Attr::parse(&attr_bytes(Endian::Little), Endian::Little).unwrap();
+        let be = Attr::parse(&attr_bytes(Endian::Big), Endian::Big).unwrap();
+        assert_eq!(le, be);
+        assert!(le.sample_id_all());
+        assert!(le.has(flag::DEFER_CALLCHAIN));
+        assert!(!le.has(flag::DEFER_OUTPUT));
+        assert_eq!(le.type_, event_type::SOFTWARE);
+    }
+
+    #[test]
+    fn short_attr_is_rejected() {
+        assert!(Attr::parse(&[0u8; 63], Endian::Little).is_none());
+    }
+
+    #[test]
+    fn id_positions() {
+        use sample_type::*;
+        let mut a = Attr { sample_type: IP | TID | TIME | ID | CPU | PERIOD, ..Attr::default() };
+        a.flags = flag::SAMPLE_ID_ALL;
+        assert_eq!(a.sample_id_pos(), Some(3));
+        assert_eq!(a.trailer_id_pos(), Some(2));
+        assert_eq!(a.id_hdr_size(), 32);
+        a.sample_type |= IDENTIFIER;
+        assert_eq!(a.sample_id_pos(), Some(0));
+        assert_eq!(a.trailer_id_pos(), Some(1));
+    }
+}

@@ -1,0 +1,324 @@
+//! Records: the 8-byte header and borrowed views of the bodies pstitch reads.
+//!
+//! ```text
+//! struct perf_event_header { u32 type; u16 misc; u16 size; }   // size includes the header
+//! ```
+//! Types below 64 come from the kernel's ring buffer; 64 and up are written
+//! by perf itself (attrs, feature data, round markers, compressed chunks).
+//! Kernel records other than samples end with a `sample_id` trailer when the
+//! event has `sample_id_all` (see [`super::sample::SampleId`]).
+
+use super::bytes::{Cursor, Endian, U64Array, until_nul};
+
+/// Record type numbers (`PERF_RECORD_*`).
+pub mod kind {
+    pub const MMAP: u32 = 1;
+    pub const LOST: u32 = 2;
+    pub const COMM: u32 = 3;
+    pub const EXIT: u32 = 4;
+    pub const THROTTLE: u32 = 5;
+    pub const UNTHROTTLE: u32 = 6;
+    pub const FORK: u32 = 7;
+    pub const READ: u32 = 8;
+    pub const SAMPLE: u32 = 9;
+    pub const MMAP2: u32 = 10;
+    pub const AUX: u32 = 11;
+    pub const ITRACE_START: u32 = 12;
+    pub const LOST_SAMPLES: u32 = 13;
+    pub const SWITCH: u32 = 14;
+    pub const SWITCH_CPU_WIDE: u32 = 15;
+    pub const NAMESPACES: u32 = 16;
+    pub const KSYMBOL: u32 = 17;
+    pub const BPF_EVENT: u32 = 18;
+    pub const CGROUP: u32 = 19;
+    pub const TEXT_POKE: u32 = 20;
+    pub const AUX_OUTPUT_HW_ID: u32 = 21;
+    pub const CALLCHAIN_DEFERRED: u32 = 22;
+
+    /// First type perf writes itself.
+    pub const USER_TYPE_START: u32 = 64;
+    pub const HEADER_ATTR: u32 = 64;
+    pub const HEADER_EVENT_TYPE: u32 = 65;
+    pub const HEADER_TRACING_DATA: u32 = 66;
+    pub const HEADER_BUILD_ID: u32 = 67;
+    pub const FINISHED_ROUND: u32 = 68;
+    pub const ID_INDEX: u32 = 69;
+    pub const AUXTRACE_INFO: u32 = 70;
+    pub const AUXTRACE: u32 = 71;
+    pub const AUXTRACE_ERROR: u32 = 72;
+    pub const THREAD_MAP: u32 = 73;
+    pub const CPU_MAP: u32 = 74;
+    pub const STAT_CONFIG: u32 = 75;
+    pub const STAT: u32 = 76;
+    pub const STAT_ROUND: u32 = 77;
+    pub const EVENT_UPDATE: u32 = 78;
+    pub const TIME_CONV: u32 = 79;
+    pub const HEADER_FEATURE: u32 = 80;
+    pub const COMPRESSED: u32 = 81;
+    pub const FINISHED_INIT: u32 = 82;
+    pub const COMPRESSED2: u32 = 83;
+    pub const BPF_METADATA: u32 = 84;
+
+    /// perf's name for a record type, as `perf report -D` prints it.
+    pub fn name(t: u32) -> &'static str {
+        match t {
+            MMAP => "MMAP",
+            LOST => "LOST",
+            COMM => "COMM",
+            EXIT => "EXIT",
+            THROTTLE => "THROTTLE",
+            UNTHROTTLE => "UNTHROTTLE",
+            FORK => "FORK",
+            READ => "READ",
+            SAMPLE => "SAMPLE",
+            MMAP2 => "MMAP2",
+            AUX => "AUX",
+            ITRACE_START => "ITRACE_START",
+            LOST_SAMPLES => "LOST_SAMPLES",
+            SWITCH => "SWITCH",
+            SWITCH_CPU_WIDE => "SWITCH_CPU_WIDE",
+            NAMESPACES => "NAMESPACES",
+            KSYMBOL => "KSYMBOL",
+            BPF_EVENT => "BPF_EVENT",
+            CGROUP => "CGROUP",
+            TEXT_POKE => "TEXT_POKE",
+            AUX_OUTPUT_HW_ID => "AUX_OUTPUT_HW_ID",
+            CALLCHAIN_DEFERRED => "CALLCHAIN_DEFERRED",
+            HEADER_ATTR => "ATTR",
+            HEADER_EVENT_TYPE => "EVENT_TYPE",
+            HEADER_TRACING_DATA => "TRACING_DATA",
+            HEADER_BUILD_ID => "BUILD_ID",
+            FINISHED_ROUND => "FINISHED_ROUND",
+            ID_INDEX => "ID_INDEX",
+            AUXTRACE_INFO => "AUXTRACE_INFO",
+            AUXTRACE => "AUXTRACE",
+            AUXTRACE_ERROR => "AUXTRACE_ERROR",
+            THREAD_MAP => "THREAD_MAP",
+            CPU_MAP => "CPU_MAP",
+            STAT_CONFIG => "STAT_CONFIG",
+            STAT => "STAT",
+            STAT_ROUND => "STAT_ROUND",
+            EVENT_UPDATE => "EVENT_UPDATE",
+            TIME_CONV => "TIME_CONV",
+            HEADER_FEATURE => "FEATURE",
+            COMPRESSED => "COMPRESSED",
+            FINISHED_INIT => "FINISHED_INIT",
+            COMPRESSED2 => "COMPRESSED2",
+            BPF_METADATA => "BPF_METADATA",
+            _ => "UNKNOWN",
+        }
+    }
+}
+
+/// `header.misc` bits.
+pub mod misc {
+    pub const CPUMODE_MASK: u16 = 7;
+    pub const CPUMODE_UNKNOWN: u16 = 0;
+    pub const KERNEL: u16 = 1;
+    pub const USER: u16 = 2;
+    pub const HYPERVISOR: u16 = 3;
+    pub const GUEST_KERNEL: u16 = 4;
+    pub const GUEST_USER: u16 = 5;
+    /// COMM: the comm changed because of an exec.
+    pub const COMM_EXEC: u16 = 1 << 13;
+    /// MMAP/MMAP2: a data (non-executable) mapping.
+    pub const MMAP_DATA: u16 = 1 << 13;
+    /// MMAP2: the record carries a build-id instead of device/inode.
+    pub const MMAP_BUILD_ID: u16 = 1 << 14;
+    /// HEADER_BUILD_ID: the build-id size is in the record.
+    pub const BUILD_ID_SIZE: u16 = 1 << 15;
+}
+
+pub const HEADER_SIZE: usize = 8;
+
+/// A record header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeader {
+    pub type_: u32,
+    pub misc: u16,
+    pub size: u16,
+}
+
+impl RecordHeader {
+    pub fn parse(b: &[u8], endian: Endian) -> Option<RecordHeader> {
+        Some(RecordHeader {
+            type_: endian.read_u32(b, 0)?,
+            misc: endian.read_u16(b, 4)?,
+            size: endian.read_u16(b, 6)?,
+        })
+    }
+
+    #[inline]
+    pub fn cpumode(&self) -> u16 {
+        self.misc & misc::CPUMODE_MASK
+    }
+}
+
+/// One whole record (header included), borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    pub header: RecordHeader,
+    /// The record's bytes, header included.
+    pub bytes: &'a [u8],
+    pub endian: Endian,
+}
+
+impl<'a> Record<'a> {
+    /// The bytes after the header.
+    #[inline]
+    pub fn body(&self) -> &'a [u8] {
+        &self.bytes[HEADER_SIZE.min(self.bytes.len())..]
+    }
+
+    /// The body without a `sample_id` trailer of `trailer` bytes.
+    fn payload(&self, trailer: usize) -> &'a [u8] {
+        let b = self.body();
+        &b[..b.len().saturating_sub(trailer)]
+    }
+}
+
+/// PERF_RECORD_MMAP / PERF_RECORD_MMAP2.
+#[derive(Debug, Clone, Copy)]
+pub struct MmapRecord<'a> {
+    pub pid: i32,
+    pub tid: i32,
+    pub start: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    /// MMAP2 only.
+    pub prot: u32,
+    pub flags: u32,
+    /// MMAP2 with `MMAP_BUILD_ID`.
+    pub build_id: Option<&'a [u8]>,
+    pub filename: &'a [u8],
+}
+
+impl<'a> MmapRecord<'a> {
+    pub fn parse(r: &Record<'a>, trailer: usize) -> Option<MmapRecord<'a>> {
+        let mut c = Cursor::new(r.payload(trailer), r.endian);
+        let pid = c.u32().ok()? as i32;
+        let tid = c.u32().ok()? as i32;
+        let start = c.u64().ok()?;
+        let len = c.u64().ok()?;
+        let pgoff = c.u64().ok()?;
+        let (mut prot, mut flags, mut build_id) = (0, 0, None);
+        if r.header.type_ == kind::MMAP2 {
+            let id_area = c.bytes(24).ok()?;
+            if r.header.misc & misc::MMAP_BUILD_ID != 0 {
+                let n = (id_area[0] as usize).min(20);
+                build_id = Some(&id_area[4..4 + n]);
+            }
+            prot = c.u32().ok()?;
+            flags = c.u32().ok()?;
+        }
+        let rest = c.bytes(c.remaining()).ok()?;
+        Some(MmapRecord { pid, tid, start, len, pgoff, prot, flags, build_id, filename: until_nul(rest) })
+    }
+}
+
+/// PERF_RECORD_COMM.
+#[derive(Debug, Clone, Copy)]
+pub struct CommRecord<'a> {
+    pub pid: i32,
+    pub tid: i32,
+    pub comm: &'a [u8],
+    pub exec: bool,
+}
+
+impl<'a> CommRecord<'a> {
+    pub fn parse(r: &Record<'a>, trailer: usize) -> Option<CommRecord<'a>> {
+        let mut c = Cursor::new(r.payload(trailer), r.endian);
+        let pid = c.u32().ok()? as i32;
+        let tid = c.u32().ok()? as i32;
+        let rest = c.bytes(c.remaining()).ok()?;
+        Some(CommRecord { pid, tid, comm: until_nul(rest), exec: r.header.misc & misc::COMM_EXEC != 0 })
+    }
+}
+
+/// PERF_RECORD_FORK / PERF_RECORD_EXIT.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskRecord {
+    pub pid: i32,
+    pub ppid: i32,
+    pub tid: i32,
+    pub ptid: i32,
+    pub time: u64,
+}
+
+impl TaskRecord {
+    pub fn parse(r: &Record<'_>) -> Option<TaskRecord> {
+        let mut c = Cursor::new(r.body(), r.endian);
+        Some(TaskRecord {
+            pid: c.u32().ok()? as i32,
+            ppid: c.u32().ok()? as i32,
+            tid: c.u32().ok()? as i32,
+            ptid: c.u32().ok()? as i32,
+            time: c.u64().ok()?,
+        })
+    }
+}
+
+/// PERF_RECORD_LOST (`id`, `lost`) and PERF_RECORD_LOST_SAMPLES (`lost` only).
+#[derive(Debug, Clone, Copy)]
+pub struct LostRecord {
+    pub id: u64,
+    pub lost: u64,
+}
+
+impl LostRecord {
+    pub fn parse(r: &Record<'_>) -> Option<LostRecord> {
+        let mut c = Cursor::new(r.body(), r.endian);
+        if r.header.type_ == kind::LOST_SAMPLES {
+            Some(LostRecord { id: 0, lost: c.u64().ok()? })
+        } else {
+            Some(LostRecord { id: c.u64().ok()?, lost: c.u64().ok()? })
+        }
+    }
+}
+
+/// PERF_RECORD_CALLCHAIN_DEFERRED: the user part of callchains whose samples
+/// ended in `PERF_CONTEXT_USER_DEFERRED, cookie`.
+///
+/// ```text
+/// struct { header; u64 cookie; u64 nr; u64 ips[nr]; struct sample_id; }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct DeferredCallchainRecord<'a> {
+    pub cookie: u64,
+    pub ips: U64Array<'a>,
+}
+
+impl<'a> DeferredCallchainRecord<'a> {
+    pub fn parse(r: &Record<'a>, trailer: usize) -> Option<DeferredCallchainRecord<'a>> {
+        let mut c = Cursor::new(r.payload(trailer), r.endian);
+        let cookie = c.u64().ok()?;
+        let nr = c.u64().ok()?;
+        let ips = c.u64_array(nr).ok()?;
+        Some(DeferredCallchainRecord { cookie, ips })
+    }
+}
+
+/// PERF_RECORD_KSYMBOL: a kernel symbol (BPF program, trampoline) appeared
+/// or went away.
+#[derive(Debug, Clone, Copy)]
+pub struct KsymbolRecord<'a> {
+    pub addr: u64,
+    pub len: u32,
+    pub ksym_type: u16,
+    pub flags: u16,
+    pub name: &'a [u8],
+}
+
+impl<'a> KsymbolRecord<'a> {
+    pub const FLAG_UNREGISTER: u16 = 1;
+
+    pub fn parse(r: &Record<'a>, trailer: usize) -> Option<KsymbolRecord<'a>> {
+        let mut c = Cursor::new(r.payload(trailer), r.endian);
+        let addr = c.u64().ok()?;
+        let len = c.u32().ok()?;
+        let ksym_type = c.u16().ok()?;
+        let flags = c.u16().ok()?;
+        let rest = c.bytes(c.remaining()).ok()?;
+        Some(KsymbolRecord { addr, len, ksym_type, flags, name: until_nul(rest) })
+    }
+}

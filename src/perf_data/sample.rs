@@ -1,0 +1,308 @@
+//! `PERF_RECORD_SAMPLE` bodies and the `sample_id` trailer of other records.
+//!
+//! A sample body is a sequence of optional fields; which ones are present
+//! is given by the event's `sample_type`, always in this order:
+//!
+//! ```text
+//! IDENTIFIER u64 | IP u64 | TID u32 pid,u32 tid | TIME u64 | ADDR u64 | ID u64
+//! STREAM_ID u64 | CPU u32 cpu,u32 res | PERIOD u64 | READ (read_format)
+//! CALLCHAIN u64 nr, u64 ips[nr] | RAW u32 size, u8 data[size] (padded to 8)
+//! BRANCH_STACK u64 nr, [u64 hw_idx], {u64 from,to,flags}[nr], [u64 counters[nr]]
+//! REGS_USER u64 abi, u64 regs[popcount(mask)] if abi != 0
+//! STACK_USER u64 size, u8 data[size], u64 dyn_size if size != 0
+//! WEIGHT|WEIGHT_STRUCT u64 | DATA_SRC u64 | TRANSACTION u64
+//! REGS_INTR u64 abi, u64 regs[..] | PHYS_ADDR u64 | CGROUP u64
+//! DATA_PAGE_SIZE u64 | CODE_PAGE_SIZE u64 | AUX u64 size, u8 data[size]
+//! ```
+//!
+//! Non-sample records of an event with `sample_id_all` end with a trailer of
+//! `TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER` (each when sampled), read here
+//! by [`SampleId::parse_trailer`].
+
+use super::attr::{Attr, branch_sample_type, read_format, sample_type::*};
+use super::bytes::{Cursor, Endian, Truncated, U64Array};
+
+/// A decoded sample. Variable-length parts borrow from the record.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sample<'a> {
+    pub id: Option<u64>,
+    pub ip: u64,
+    pub pid: i32,
+    pub tid: i32,
+    pub time: u64,
+    pub addr: u64,
+    pub stream_id: u64,
+    pub cpu: u32,
+    pub period: u64,
+    pub callchain: Option<U64Array<'a>>,
+    pub raw: Option<&'a [u8]>,
+    pub weight: u64,
+    pub data_src: u64,
+    pub transaction: u64,
+    pub phys_addr: u64,
+    pub cgroup: u64,
+    pub data_page_size: u64,
+    pub code_page_size: u64,
+}
+
+/// Why a sample body could not be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleError {
+    /// A field ran past the end of the record.
+    Truncated(&'static str),
+}
+
+impl std::fmt::Display for SampleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SampleError::Truncated(field) => write!(f, "sample field {field} runs past the end of the record"),
+        }
+    }
+}
+
+fn trunc(what: &'static str) -> impl FnOnce(Truncated) -> SampleError {
+    move |_| SampleError::Truncated(what)
+}
+
+impl<'a> Sample<'a> {
+    /// Decodes a sample body (the record without its 8-byte header).
+    pub fn parse(body: &'a [u8], attr: &Attr, endian: Endian) -> Result<Sample<'a>, SampleError> {
+        let st = attr.sample_type;
+        let mut c = Cursor::new(body, endian);
+        // Without PERIOD every sample stands for the fixed sample_period
+        // (`perf record -c N`), which perf prints as the period.
+        let mut s = Sample { pid: -1, tid: -1, cpu: u32::MAX, time: u64::MAX, period: attr.sample_period, ..Sample::default() };
+        macro_rules! u64f {
+            ($name:literal) => {
+                c.u64().map_err(trunc($name))?
+            };
+        }
+        if st & IDENTIFIER != 0 {
+            s.id = Some(u64f!("IDENTIFIER"));
+        }
+        if st & IP != 0 {
+            s.ip = u64f!("IP");
+        }
+        if st & TID != 0 {
+            s.pid = c.u32().map_err(trunc("TID"))? as i32;
+            s.tid = c.u32().map_err(trunc("TID"))? as i32;
+        }
+        if st & TIME != 0 {
+            s.time = u64f!("TIME");
+        }
+        if st & ADDR != 0 {
+            s.addr = u64f!("ADDR");
+        }
+        if st & ID != 0 {
+            s.id = Some(u64f!("ID"));
+        }
+        if st & STREAM_ID != 0 {
+            s.stream_id = u64f!("STREAM_ID");
+        }
+        if st & CPU != 0 {
+            s.cpu = c.u32().map_err(trunc("CPU"))?;
+            c.skip(4).map_err(trunc("CPU"))?;
+        }
+        if st & PERIOD != 0 {
+            s.period = u64f!("PERIOD");
+        }
+        if st & READ != 0 {
+            skip_read(&mut c, attr.read_format).map_err(trunc("READ"))?;
+        }
+        if st & CALLCHAIN != 0 {
+            let nr = u64f!("CALLCHAIN");
+            s.callchain = Some(c.u64_array(nr).map_err(trunc("CALLCHAIN"))?);
+        }
+        if st & RAW != 0 {
+            // u32 size + data, the pair padded to a multiple of 8 by the kernel.
+            let size = c.u32().map_err(trunc("RAW"))? as usize;
+            s.raw = Some(c.bytes(size).map_err(trunc("RAW"))?);
+            let pad = (8 - (4 + size) % 8) % 8;
+            // perf tolerates a missing pad at the very end; so do we.
+            let _ = c.skip(pad.min(c.remaining()));
+        }
+        if st & BRANCH_STACK != 0 {
+            let nr = u64f!("BRANCH_STACK");
+            if attr.branch_sample_type & branch_sample_type::HW_INDEX != 0 {
+                c.skip(8).map_err(trunc("BRANCH_STACK"))?;
+            }
+            let entries = nr.checked_mul(24).and_then(|n| usize::try_from(n).ok());
+            c.skip(entries.ok_or(SampleError::Truncated("BRANCH_STACK"))?)
+                .map_err(trunc("BRANCH_STACK"))?;
+            if attr.branch_sample_type & branch_sample_type::COUNTERS != 0 {
+                c.u64_array(nr).map_err(trunc("BRANCH_STACK"))?;
+            }
+        }
+        if st & REGS_USER != 0 {
+            skip_regs(&mut c, attr.sample_regs_user).map_err(trunc("REGS_USER"))?;
+        }
+        if st & STACK_USER != 0 {
+            let size = u64f!("STACK_USER");
+            let n = usize::try_from(size).map_err(|_| SampleError::Truncated("STACK_USER"))?;
+            c.skip(n).map_err(trunc("STACK_USER"))?;
+            if size != 0 {
+                u64f!("STACK_USER");
+            }
+        }
+        if st & (WEIGHT | WEIGHT_STRUCT) != 0 {
+            s.weight = u64f!("WEIGHT");
+        }
+        if st & DATA_SRC != 0 {
+            s.data_src = u64f!("DATA_SRC");
+        }
+        if st & TRANSACTION != 0 {
+            s.transaction = u64f!("TRANSACTION");
+        }
+        if st & REGS_INTR != 0 {
+            skip_regs(&mut c, attr.sample_regs_intr).map_err(trunc("REGS_INTR"))?;
+        }
+        if st & PHYS_ADDR != 0 {
+            s.phys_addr = u64f!("PHYS_ADDR");
+        }
+        if st & CGROUP != 0 {
+            s.cgroup = u64f!("CGROUP");
+        }
+        if st & DATA_PAGE_SIZE != 0 {
+            s.data_page_size = u64f!("DATA_PAGE_SIZE");
+        }
+        if st & CODE_PAGE_SIZE != 0 {
+            s.code_page_size = u64f!("CODE_PAGE_SIZE");
+        }
+        if st & AUX != 0 {
+            let size = u64f!("AUX");
+            let n = usize::try_from(size).map_err(|_| SampleError::Truncated("AUX"))?;
+            c.skip(n).map_err(trunc("AUX"))?;
+        }
+        Ok(s)
+    }
+
+    /// Only the timestamp of a sample body (perf orders events by it before
+    /// decoding anything else).
+    pub fn parse_time(body: &[u8], attr: &Attr, endian: Endian) -> Option<u64> {
+        if attr.sample_type & TIME == 0 {
+            return None;
+        }
+        let mut words = 0;
+        for bit in [IDENTIFIER, IP, TID] {
+            if attr.sample_type & bit != 0 {
+                words += 1;
+            }
+        }
+        endian.read_u64(body, words * 8)
+    }
+}
+
+fn skip_read(c: &mut Cursor<'_>, rf: u64) -> Result<(), Truncated> {
+    let times = (rf & read_format::TOTAL_TIME_ENABLED != 0) as usize + (rf & read_format::TOTAL_TIME_RUNNING != 0) as usize;
+    let per_value = 1 + (rf & read_format::ID != 0) as usize + (rf & read_format::LOST != 0) as usize;
+    if rf & read_format::GROUP != 0 {
+        let nr = c.u64()?;
+        c.skip(times * 8)?;
+        let n = nr.checked_mul(per_value as u64 * 8).and_then(|n| usize::try_from(n).ok()).ok_or(Truncated)?;
+        c.skip(n)
+    } else {
+        c.skip((times + per_value) * 8)
+    }
+}
+
+fn skip_regs(c: &mut Cursor<'_>, mask: u64) -> Result<(), Truncated> {
+    let abi = c.u64()?;
+    if abi != 0 {
+        c.skip(mask.count_ones() as usize * 8)?;
+    }
+    Ok(())
+}
+
+/// The `sample_id` fields that trail non-sample records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleId {
+    pub pid: i32,
+    pub tid: i32,
+    /// `u64::MAX` when the event does not sample time.
+    pub time: u64,
+    pub id: Option<u64>,
+    pub stream_id: u64,
+    pub cpu: u32,
+}
+
+impl Default for SampleId {
+    fn default() -> Self {
+        SampleId { pid: -1, tid: -1, time: u64::MAX, id: None, stream_id: 0, cpu: u32::MAX }
+    }
+}
+
+impl SampleId {
+    /// Reads the trailer at the end of `body` (a record without its header).
+    /// Returns the default (nothing known) if the event has no trailer or
+    /// the record is too short to hold one.
+    pub fn parse_trailer(body: &[u8], attr: &Attr, endian: Endian) -> SampleId {
+        let mut s = SampleId::default();
+        let size = attr.id_hdr_size();
+        if size == 0 || size > body.len() {
+            return s;
+        }
+        let st = attr.sample_type;
+        let mut c = Cursor::new(&body[body.len() - size..], endian);
+        // The trailer was sized from the same bits, so these reads cannot fail.
+        if st & TID != 0 {
+            s.pid = c.u32().unwrap_or(u32::MAX) as i32;
+            s.tid = c.u32().unwrap_or(u32::MAX) as i32;
+        }
+        if st & TIME != 0 {
+            s.time = c.u64().unwrap_or(u64::MAX);
+        }
+        if st & ID != 0 {
+            s.id = c.u64().ok();
+        }
+        if st & STREAM_ID != 0 {
+            s.stream_id = c.u64().unwrap_or(0);
+        }
+        if st & CPU != 0 {
+            s.cpu = c.u32().unwrap_or(u32::MAX);
+        }
+        let _ = c.skip(4.min(c.remaining()));
+        if st & IDENTIFIER != 0 {
+            s.id = c.u64().ok();
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf_data::attr::flag;
+
+    fn le(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn parses_common_layout() {
+        let attr = Attr { sample_type: IP | TID | TIME | CPU | PERIOD | CALLCHAIN, ..Attr::default() };
+        let body = le(&[0x1234, (7u64 << 32) | 5, 99, 3, 250000, 2, 0xffff_ffff_ffff_ff80, 0x55]);
+        let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
+        assert_eq!((s.ip, s.pid, s.tid, s.time, s.cpu, s.period), (0x1234, 5, 7, 99, 3, 250000));
+        let cc: Vec<u64> = s.callchain.unwrap().iter().collect();
+        assert_eq!(cc, vec![0xffff_ffff_ffff_ff80, 0x55]);
+        assert_eq!(Sample::parse_time(&body, &attr, Endian::Little), Some(99));
+    }
+
+    #[test]
+    fn hostile_callchain_count_is_an_error() {
+        let attr = Attr { sample_type: CALLCHAIN, ..Attr::default() };
+        let body = le(&[u64::MAX, 1]);
+        assert!(Sample::parse(&body, &attr, Endian::Little).is_err());
+        let body = le(&[1 << 61, 1]);
+        assert!(Sample::parse(&body, &attr, Endian::Little).is_err());
+    }
+
+    #[test]
+    fn reads_trailer() {
+        let attr = Attr { sample_type: IP | TID | TIME | ID | CPU, flags: flag::SAMPLE_ID_ALL, ..Attr::default() };
+        let mut body = vec![0xaa; 12];
+        body.extend(le(&[(9u64 << 32) | 8, 1000, 42, 1]));
+        let id = SampleId::parse_trailer(&body, &attr, Endian::Little);
+        assert_eq!((id.pid, id.tid, id.time, id.id, id.cpu), (8, 9, 1000, Some(42), 1));
+    }
+}

@@ -1,0 +1,444 @@
+//! Output fields (`-F`), per event type, with perf's defaults and rules.
+//!
+//! perf keeps one field set per output type (hw, sw, trace, hw-cache, raw,
+//! breakpoint, synth, other). `-F a,b` without a type prefix replaces all of
+//! them; `-F sw:a,b` one; `+f`/`-f` adjust the defaults. Fields a recording
+//! cannot supply are silently dropped from the defaults, but are an error
+//! when the user asked for them.
+
+use crate::perf_data::attr::{Attr, event_type, sample_type as st};
+
+/// A field bit.
+pub type Field = u64;
+
+macro_rules! fields {
+    ($($name:ident = $bit:expr, $text:literal;)*) => {
+        pub mod f {
+            use super::Field;
+            $(pub const $name: Field = 1 << $bit;)*
+        }
+        /// Every field name perf knows, in perf's order.
+        pub const ALL: &[(&str, Field)] = &[$(($text, f::$name)),*];
+    };
+}
+
+fields! {
+    COMM = 0, "comm";
+    TID = 1, "tid";
+    PID = 2, "pid";
+    TIME = 3, "time";
+    CPU = 4, "cpu";
+    EVNAME = 5, "event";
+    TRACE = 6, "trace";
+    IP = 7, "ip";
+    SYM = 8, "sym";
+    DSO = 9, "dso";
+    DSOFF = 41, "dsoff";
+    ADDR = 10, "addr";
+    SYMOFFSET = 11, "symoff";
+    SRCLINE = 12, "srcline";
+    PERIOD = 13, "period";
+    IREGS = 14, "iregs";
+    UREGS = 15, "uregs";
+    BRSTACK = 16, "brstack";
+    BRSTACKSYM = 17, "brstacksym";
+    DATA_SRC = 18, "data_src";
+    WEIGHT = 19, "weight";
+    BPF_OUTPUT = 20, "bpf-output";
+    CALLINDENT = 21, "callindent";
+    INSN = 22, "insn";
+    DISASM = 42, "disasm";
+    INSNLEN = 23, "insnlen";
+    BRSTACKINSN = 24, "brstackinsn";
+    BRSTACKOFF = 25, "brstackoff";
+    SYNTH = 26, "synth";
+    PHYS_ADDR = 27, "phys_addr";
+    METRIC = 28, "metric";
+    MISC = 29, "misc";
+    SRCCODE = 30, "srccode";
+    IPC = 31, "ipc";
+    TOD = 32, "tod";
+    DATA_PAGE_SIZE = 33, "data_page_size";
+    CODE_PAGE_SIZE = 34, "code_page_size";
+    INS_LAT = 35, "ins_lat";
+    BRSTACKINSNLEN = 36, "brstackinsnlen";
+    MACHINE_PID = 37, "machine_pid";
+    VCPU = 38, "vcpu";
+    CGROUP = 39, "cgroup";
+    RETIRE_LAT = 40, "retire_lat";
+    BRSTACKDISASM = 43, "brstackdisasm";
+    BRCNTR = 44, "brcntr";
+}
+
+/// Fields pstitch can print. Asking for another one is an error that says so.
+pub const SUPPORTED: Field = f::COMM
+    | f::TID
+    | f::PID
+    | f::TIME
+    | f::CPU
+    | f::EVNAME
+    | f::TRACE
+    | f::IP
+    | f::SYM
+    | f::DSO
+    | f::DSOFF
+    | f::ADDR
+    | f::SYMOFFSET
+    | f::SRCLINE
+    | f::PERIOD
+    | f::WEIGHT
+    | f::PHYS_ADDR
+    | f::MISC
+    | f::DATA_PAGE_SIZE
+    | f::CODE_PAGE_SIZE
+    | f::BPF_OUTPUT;
+
+pub fn field_name(field: Field) -> &'static str {
+    ALL.iter().find(|(_, b)| *b == field).map(|(n, _)| *n).unwrap_or("")
+}
+
+/// perf's output types.
+pub const TYPE_HW: usize = 0;
+pub const TYPE_SW: usize = 1;
+pub const TYPE_TRACE: usize = 2;
+pub const TYPE_HW_CACHE: usize = 3;
+pub const TYPE_RAW: usize = 4;
+pub const TYPE_BREAK: usize = 5;
+pub const TYPE_SYNTH: usize = 6;
+pub const TYPE_OTHER: usize = 7;
+pub const NR_TYPES: usize = 8;
+
+/// `PERF_TYPE_SYNTH`: events synthesized by perf (Intel PT and friends).
+const PERF_TYPE_SYNTH: u32 = 2_000_000_000;
+
+pub fn output_type(attr: &Attr) -> usize {
+    match attr.type_ {
+        PERF_TYPE_SYNTH => TYPE_SYNTH,
+        t if t <= event_type::BREAKPOINT => t as usize,
+        _ => TYPE_OTHER,
+    }
+}
+
+pub fn type_name(t: usize) -> &'static str {
+    ["hardware", "software", "tracepoint", "hardware cache", "raw", "breakpoint", "synth", "other"][t]
+}
+
+/// The field set of one output type.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TypeFields {
+    pub fields: Field,
+    pub invalid: Field,
+    pub user_set: bool,
+    pub wildcard_set: bool,
+    pub user_set_fields: Field,
+    pub user_unset_fields: Field,
+}
+
+/// Field sets for every output type.
+#[derive(Debug, Clone)]
+pub struct OutputFields {
+    pub types: [TypeFields; NR_TYPES],
+    /// `flags` is not a field bit in perf either.
+    pub print_flags: bool,
+}
+
+impl Default for OutputFields {
+    fn default() -> Self {
+        use f::*;
+        let base = COMM | TID | CPU | TIME | EVNAME | IP | SYM | SYMOFFSET | DSO;
+        let t = |fields, invalid| TypeFields { fields, invalid, ..TypeFields::default() };
+        OutputFields {
+            types: [
+                t(base | PERIOD, TRACE | BPF_OUTPUT),
+                t(base | PERIOD | BPF_OUTPUT, TRACE),
+                t(COMM | TID | CPU | TIME | EVNAME | TRACE, 0),
+                t(base | PERIOD, TRACE | BPF_OUTPUT),
+                t(
+                    base | PERIOD
+                        | ADDR
+                        | DATA_SRC
+                        | WEIGHT
+                        | PHYS_ADDR
+                        | DATA_PAGE_SIZE
+                        | CODE_PAGE_SIZE
+                        | INS_LAT
+                        | RETIRE_LAT,
+                    TRACE | BPF_OUTPUT,
+                ),
+                t(base | PERIOD, TRACE | BPF_OUTPUT),
+                t(base | SYNTH, TRACE | BPF_OUTPUT),
+                t(base | PERIOD, TRACE | BPF_OUTPUT),
+            ],
+            print_flags: false,
+        }
+    }
+}
+
+/// A problem with a `-F` argument, worded as perf words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError(pub String);
+
+impl OutputFields {
+    fn any_user_set(&self) -> bool {
+        self.types.iter().any(|t| t.user_set)
+    }
+
+    /// Applies one `-F` argument. Returns warnings perf would print.
+    pub fn parse(&mut self, arg: &str) -> Result<Vec<String>, FieldError> {
+        let mut warnings = Vec::new();
+        let (ty, list) = match arg.split_once(':') {
+            Some((prefix, rest)) => {
+                let ty = match prefix {
+                    "hw" => TYPE_HW,
+                    "sw" => TYPE_SW,
+                    "trace" => TYPE_TRACE,
+                    "raw" => TYPE_RAW,
+                    "break" => TYPE_BREAK,
+                    "synth" => TYPE_SYNTH,
+                    _ => return Err(FieldError("Invalid event type in field string.".into())),
+                };
+                if self.types[ty].user_set {
+                    warnings.push(format!("Overriding previous field request for {} events.", type_name(ty)));
+                }
+                if !rest.contains(['+', '-']) {
+                    let t = &mut self.types[ty];
+                    t.fields = 0;
+                    t.user_set = true;
+                    t.wildcard_set = false;
+                }
+                (Some(ty), rest)
+            }
+            None => {
+                if arg.is_empty() {
+                    return Err(FieldError("Cannot set fields to 'none' for all event types.".into()));
+                }
+                if !arg.contains(['+', '-']) {
+                    if self.any_user_set() {
+                        warnings.push("Overriding previous field request for all events.".into());
+                    }
+                    for t in &mut self.types {
+                        t.fields = 0;
+                        t.user_set = true;
+                        t.wildcard_set = true;
+                    }
+                }
+                (None, arg)
+            }
+        };
+
+        #[derive(PartialEq)]
+        enum Change {
+            Default,
+            Set,
+            Add,
+            Remove,
+        }
+        let mut change = Change::Default;
+        for tok in list.split(',').filter(|t| !t.is_empty()) {
+            let name = if let Some(n) = tok.strip_prefix('+') {
+                if change == Change::Set {
+                    return Err(FieldError("Cannot mix +-field with overridden fields".into()));
+                }
+                change = Change::Add;
+                n
+            } else if let Some(n) = tok.strip_prefix('-') {
+                if change == Change::Set {
+                    return Err(FieldError("Cannot mix +-field with overridden fields".into()));
+                }
+                change = Change::Remove;
+                n
+            } else {
+                if change != Change::Set && change != Change::Default {
+                    return Err(FieldError("Cannot mix +-field with overridden fields".into()));
+                }
+                change = Change::Set;
+                tok
+            };
+            let Some(&(_, field)) = ALL.iter().find(|(n, _)| *n == name) else {
+                if name == "flags" {
+                    self.print_flags = change != Change::Remove;
+                    continue;
+                }
+                return Err(FieldError("Invalid field requested.".into()));
+            };
+            if change != Change::Remove && field & SUPPORTED == 0 {
+                return Err(FieldError(format!("pstitch does not support the '{name}' field")));
+            }
+            match ty {
+                None => {
+                    for (j, t) in self.types.iter_mut().enumerate() {
+                        if t.invalid & field != 0 {
+                            warnings.push(format!("'{name}' not valid for {} events. Ignoring.", type_name(j)));
+                            continue;
+                        }
+                        if change == Change::Remove {
+                            t.fields &= !field;
+                            t.user_set_fields &= !field;
+                            t.user_unset_fields |= field;
+                        } else {
+                            t.fields |= field;
+                            t.user_set_fields |= field;
+                            t.user_unset_fields &= !field;
+                        }
+                        t.user_set = true;
+                        t.wildcard_set = true;
+                    }
+                }
+                Some(j) => {
+                    let t = &mut self.types[j];
+                    if t.invalid & field != 0 {
+                        return Err(FieldError(format!("'{name}' not valid for {} events.", type_name(j))));
+                    }
+                    if change == Change::Remove {
+                        t.fields &= !field;
+                    } else {
+                        t.fields |= field;
+                    }
+                    t.user_set = true;
+                    t.wildcard_set = true;
+                }
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// perf's `evsel__check_attr`: drop default fields the event cannot
+    /// supply; refuse user-requested ones. `event_name` is for messages.
+    pub fn check_attr(&mut self, attr: &Attr, event_name: &str, is_dummy: bool) -> Result<(), FieldError> {
+        if is_dummy {
+            return Ok(());
+        }
+        let ty = output_type(attr);
+        let has = |field: Field, types: &Self| types.types[ty].fields & field != 0;
+        let check = |s: &mut Self, bits: u64, msg: &str, field: Field| -> Result<(), FieldError> {
+            if attr.sample_type & bits != 0 {
+                return Ok(());
+            }
+            let t = &mut s.types[ty];
+            if t.user_set_fields & field != 0 {
+                return Err(FieldError(format!(
+                    "Samples for '{event_name}' event do not have {msg} attribute set. Cannot print '{}' field.",
+                    field_name(field)
+                )));
+            }
+            t.fields &= !field;
+            Ok(())
+        };
+        if has(f::IP, self) {
+            check(self, st::IP, "IP", f::IP)?;
+        }
+        if has(f::ADDR, self) {
+            check(self, st::ADDR, "ADDR", f::ADDR)?;
+        }
+        if has(f::DATA_SRC, self) {
+            check(self, st::DATA_SRC, "DATA_SRC", f::DATA_SRC)?;
+        }
+        if has(f::WEIGHT, self) {
+            check(self, st::WEIGHT | st::WEIGHT_STRUCT, "WEIGHT", f::WEIGHT)?;
+        }
+        if has(f::SYM, self) && attr.sample_type & (st::IP | st::ADDR) == 0 {
+            return Err(FieldError(
+                "Display of symbols requested but neither sample IP nor sample address\navailable. Hence, no addresses to convert to symbols."
+                    .into(),
+            ));
+        }
+        if has(f::SYMOFFSET, self) && !has(f::SYM, self) {
+            return Err(FieldError("Display of offsets requested but symbol is notselected.".into()));
+        }
+        if has(f::DSO, self) && attr.sample_type & (st::IP | st::ADDR) == 0 {
+            return Err(FieldError("Display of DSO requested but no address to convert.".into()));
+        }
+        if (has(f::SRCLINE, self) || has(f::SRCCODE, self)) && !has(f::IP, self) {
+            return Err(FieldError(
+                "Display of source line number requested but sample IP is not\nselected. Hence, no address to lookup the source line number."
+                    .into(),
+            ));
+        }
+        if has(f::PID, self) || has(f::TID, self) {
+            check(self, st::TID, "TID", f::TID | f::PID)?;
+        }
+        if has(f::TIME, self) {
+            check(self, st::TIME, "TIME", f::TIME)?;
+        }
+        if has(f::CPU, self) {
+            check(self, st::CPU, "CPU", f::CPU)?;
+        }
+        if has(f::PHYS_ADDR, self) {
+            check(self, st::PHYS_ADDR, "PHYS_ADDR", f::PHYS_ADDR)?;
+        }
+        if has(f::DATA_PAGE_SIZE, self) {
+            check(self, st::DATA_PAGE_SIZE, "DATA_PAGE_SIZE", f::DATA_PAGE_SIZE)?;
+        }
+        if has(f::CODE_PAGE_SIZE, self) {
+            check(self, st::CODE_PAGE_SIZE, "CODE_PAGE_SIZE", f::CODE_PAGE_SIZE)?;
+        }
+        Ok(())
+    }
+}
+
+/// What to print for each address (perf's `print_ip_opts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct IpOpts {
+    pub ip: bool,
+    pub sym: bool,
+    pub dso: bool,
+    pub dsoff: bool,
+    pub symoff: bool,
+    pub srcline: bool,
+}
+
+impl IpOpts {
+    pub fn from_fields(fields: Field) -> IpOpts {
+        IpOpts {
+            ip: fields & f::IP != 0,
+            sym: fields & f::SYM != 0,
+            dso: fields & f::DSO != 0,
+            dsoff: fields & f::DSOFF != 0,
+            symoff: fields & f::SYMOFFSET != 0,
+            srcline: fields & f::SRCLINE != 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcard_list_replaces_all_types() {
+        let mut o = OutputFields::default();
+        o.parse("comm,tid,ip").unwrap();
+        assert_eq!(o.types[TYPE_SW].fields, f::COMM | f::TID | f::IP);
+        assert!(o.types[TYPE_HW].user_set);
+    }
+
+    #[test]
+    fn plus_minus_adjust_defaults() {
+        let mut o = OutputFields::default();
+        o.parse("-period,+addr").unwrap();
+        assert_eq!(o.types[TYPE_SW].fields & f::PERIOD, 0);
+        assert_ne!(o.types[TYPE_SW].fields & f::ADDR, 0);
+        assert_ne!(o.types[TYPE_SW].fields & f::COMM, 0);
+        assert!(o.parse("comm,+ip").is_err());
+    }
+
+    #[test]
+    fn errors_are_perfs() {
+        let mut o = OutputFields::default();
+        assert_eq!(o.parse("bogus").unwrap_err().0, "Invalid field requested.");
+        assert_eq!(o.parse("xx:comm").unwrap_err().0, "Invalid event type in field string.");
+        assert!(o.parse("sw:trace").is_err());
+    }
+
+    #[test]
+    fn check_drops_defaults_but_refuses_requests() {
+        let attr = Attr { type_: 1, sample_type: st::IP | st::TID | st::TIME | st::PERIOD, ..Attr::default() };
+        let mut o = OutputFields::default();
+        o.check_attr(&attr, "cpu-clock", false).unwrap();
+        assert_eq!(o.types[TYPE_SW].fields & f::CPU, 0);
+        let mut o = OutputFields::default();
+        o.parse("comm,cpu").unwrap();
+        let e = o.check_attr(&attr, "cpu-clock", false).unwrap_err();
+        assert!(e.0.contains("Cannot print 'cpu' field"), "{}", e.0);
+    }
+}
