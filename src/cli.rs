@@ -116,7 +116,13 @@ fn buildid_dir() -> Option<PathBuf> {
 pub fn run_script(args: &ScriptArgs) -> ExitCode {
     let path = args.input.clone().unwrap_or_else(default_input);
     let name = path.display().to_string();
-    let mut opts = ScriptOptions { nanosecs: args.ns, hide_call_graph: args.hide_call_graph, max_stack: args.max_stack, ..Default::default() };
+    let mut opts = ScriptOptions {
+        nanosecs: args.ns,
+        hide_call_graph: args.hide_call_graph,
+        max_stack: args.max_stack,
+        merge_callchains: !args.no_merge_callchains,
+        ..Default::default()
+    };
     for spec in &args.fields {
         match opts.fields.parse(spec) {
             Ok(warnings) => warnings.iter().for_each(|w| eprintln!("{w}")),
@@ -163,6 +169,13 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
     let flushed = script.flush();
     for w in &session.warnings {
         eprintln!("pstitch: {name}: warning: {w}");
+    }
+    let st = script.stitch_stats();
+    if st.flushed + st.unmerged + st.unmatched_records > 0 {
+        eprintln!(
+            "pstitch: {name}: deferred callchains: {} of {} held samples merged, {} delivered unmerged (another cookie came first), {} unstitched at end of input; {} of {} deferred records matched no sample",
+            st.merged, st.held, st.unmerged, st.flushed, st.unmatched_records, st.deferred_records
+        );
     }
     if let Err(e) = flushed {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

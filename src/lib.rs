@@ -11,6 +11,7 @@
 //! ```
 
 pub mod cli;
+pub mod fixture;
 pub mod input;
 pub mod machine;
 pub mod perf_data;

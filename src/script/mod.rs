@@ -15,13 +15,15 @@ pub mod format;
 use std::io::Write;
 use std::rc::Rc;
 
-use crate::machine::{CpuMode, Machine, Map};
+use crate::machine::{Comm, CpuMode, Machine, Map};
 use crate::perf_data::attr::{Attr, event_type, sample_type as st};
 use crate::perf_data::bytes::U64Array;
 use crate::perf_data::evlist::Evlist;
-use crate::perf_data::record::{CommRecord, MmapRecord, TaskRecord, kind};
-use crate::perf_data::sample::Sample;
+use crate::perf_data::attr::flag;
+use crate::perf_data::record::{CommRecord, DeferredCallchainRecord, MmapRecord, TaskRecord, kind};
+use crate::perf_data::sample::{Sample, SampleId};
 use crate::perf_data::{Error, Result};
+use crate::session::deferred::{StitchStats, Stitcher};
 use crate::session::{Context, Event, Tool};
 use crate::symbols::{Symbol, Symbolizer};
 
@@ -51,12 +53,40 @@ pub struct ScriptOptions {
     /// `-G` turns callchains off.
     pub hide_call_graph: bool,
     pub max_stack: usize,
+    /// Merge deferred user callchains into their samples (perf's default);
+    /// otherwise print them as DEFERRED CALLCHAIN blocks.
+    pub merge_callchains: bool,
 }
 
 impl Default for ScriptOptions {
     fn default() -> Self {
-        ScriptOptions { fields: OutputFields::default(), nanosecs: false, hide_call_graph: false, max_stack: DEFAULT_MAX_STACK }
+        ScriptOptions {
+            fields: OutputFields::default(),
+            nanosecs: false,
+            hide_call_graph: false,
+            max_stack: DEFAULT_MAX_STACK,
+            merge_callchains: true,
+        }
     }
+}
+
+/// Where a printed sample's callchain comes from.
+#[derive(Clone, Copy)]
+enum Chain<'c> {
+    /// The sample's own.
+    Sample,
+    /// A merged one (kernel part + deferred user ips).
+    Merged(&'c [u64]),
+}
+
+/// The comm and deferred state a sample is printed with.
+#[derive(Clone)]
+struct PrintAs {
+    /// The comm to print instead of the thread's current one.
+    comm: Option<Comm>,
+    /// perf's `deferred_cookie` while `deferred_callchain` is set: frames
+    /// with this ip print as `(cookie)`.
+    cookie: Option<u64>,
 }
 
 /// One resolved callchain line.
@@ -81,6 +111,9 @@ pub struct Script<W: Write> {
     ip_opts: [IpOpts; fields::NR_TYPES],
     name_width: Option<usize>,
     frames: Vec<Frame>,
+    stitcher: Stitcher,
+    merged: Vec<u64>,
+    endian: crate::perf_data::bytes::Endian,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -99,6 +132,9 @@ impl<W: Write> Script<W> {
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
             frames: Vec::new(),
+            stitcher: Stitcher::default(),
+            merged: Vec::new(),
+            endian: crate::perf_data::bytes::Endian::NATIVE,
         }
     }
 
@@ -162,7 +198,7 @@ impl<W: Write> Script<W> {
     }
 
     /// Prints one sample.
-    fn print_sample(&mut self, evlist: &Evlist, evsel: usize, misc: u16, s: &Sample<'_>) -> Result<()> {
+    fn print_sample(&mut self, evlist: &Evlist, evsel: usize, misc: u16, s: &Sample<'_>, chain: Chain<'_>, how: &PrintAs) -> Result<()> {
         let ev = &evlist.evsels[evsel];
         let attr = &ev.attr;
         let ty = output_type(attr);
@@ -171,9 +207,11 @@ impl<W: Write> Script<W> {
             return Ok(());
         }
         let ip_opts = self.ip_opts[ty];
-        let comm = self.machine.findnew_thread(s.pid, s.tid).comm();
+        // perf resolves the thread at printing time (creating it if needed).
+        let current = self.machine.findnew_thread(s.pid, s.tid).comm();
+        let comm = how.comm.clone().unwrap_or(current);
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
-        self.print_start(fields, &comm, s, misc, with_callchain && fields & f::IP != 0);
+        self.print_start(fields, &comm, s.pid, s.tid, s.cpu, s.time, misc, with_callchain && fields & f::IP != 0);
 
         if fields & f::PERIOD != 0 {
             format::uint(&mut self.buf, s.period, 10);
@@ -191,17 +229,17 @@ impl<W: Write> Script<W> {
             format::uint(&mut self.buf, s.weight, 16);
         }
         if fields & f::IP != 0 {
-            let mode = CpuMode::from_misc(misc);
-            let resolved = match (with_callchain, s.callchain) {
-                (true, Some(chain)) => self.resolve_callchain(s.tid, chain),
+            let resolved = match (with_callchain, chain, s.callchain) {
+                (true, Chain::Merged(ips), _) => self.resolve_callchain(s.tid, ips.iter().copied()),
+                (true, Chain::Sample, Some(c)) => self.resolve_callchain(s.tid, c.iter()),
                 _ => false,
             };
             if resolved {
                 self.buf.push(b'\n');
-                self.print_frames(ip_opts);
+                self.print_frames(ip_opts, how.cookie);
             } else {
                 self.buf.push(b' ');
-                self.print_ip_line(s.tid, mode, s.ip, ip_opts);
+                self.print_ip_line(s.tid, CpuMode::from_misc(misc), s.ip, ip_opts);
             }
         }
         if fields & f::PHYS_ADDR != 0 {
@@ -219,8 +257,82 @@ impl<W: Write> Script<W> {
         self.maybe_flush()
     }
 
+    /// perf's `process_deferred_sample_event` (--no-merge-callchains): the
+    /// record's own comm/tid/cpu/time, then its user frames.
+    fn print_deferred_record(&mut self, evlist: &Evlist, evsel: usize, misc: u16, id: &SampleId, d: &DeferredCallchainRecord<'_>) -> Result<()> {
+        let attr = &evlist.evsels[evsel].attr;
+        let ty = output_type(attr);
+        let fields = self.opts.fields.types[ty].fields;
+        if fields == 0 {
+            return Ok(());
+        }
+        let comm = self.machine.findnew_thread(id.pid, id.tid).comm();
+        let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
+        self.print_start(fields, &comm, id.pid, id.tid, id.cpu, id.time, misc, with_callchain && fields & f::IP != 0);
+        self.buf.extend_from_slice(b"DEFERRED CALLCHAIN [cookie: ");
+        format::hex(&mut self.buf, d.cookie, 0);
+        self.buf.push(b']');
+        if fields & f::IP != 0 {
+            if self.use_callchain && self.resolve_callchain(id.tid, d.ips.iter()) {
+                self.buf.push(b'\n');
+                self.print_frames(self.ip_opts[ty], None);
+            } else {
+                self.buf.push(b' ');
+                self.print_ip_line(id.tid, CpuMode::from_misc(misc), 0, self.ip_opts[ty]);
+            }
+        }
+        self.buf.push(b'\n');
+        self.maybe_flush()
+    }
+
+    /// A held sample, delivered now: merged with `ips` when its cookie is
+    /// the deferred record's, else as it is.
+    fn print_held(&mut self, evlist: &Evlist, h: &crate::session::deferred::HeldSample, merge_with: Option<U64Array<'_>>) -> Result<()> {
+        let evsel = h.evsel as usize;
+        let attr = &evlist.evsels[evsel].attr;
+        let e = self.endian;
+        let header = crate::perf_data::record::RecordHeader::parse(&h.bytes, e).expect("held records are whole");
+        let s = Sample::parse(&h.bytes[8..], attr, e).map_err(|err| Error::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
+        let how_unmerged = PrintAs { comm: Some(h.comm.clone()), cookie: None };
+        match (merge_with, s.callchain) {
+            (Some(ips), Some(chain)) => {
+                // The original entries up to and including the marker (the
+                // cookie dropped), then the user ips. perf keeps the sample
+                // flagged as deferred, so its cookie still names frames.
+                let mut merged = std::mem::take(&mut self.merged);
+                merged.clear();
+                merged.extend(chain.iter().take(chain.len() - 1));
+                merged.extend(ips.iter());
+                let how = PrintAs { comm: Some(h.comm.clone()), cookie: Some(h.cookie) };
+                let r = self.print_sample(evlist, evsel, header.misc, &s, Chain::Merged(&merged), &how);
+                self.merged = merged;
+                r
+            }
+            _ => self.print_sample(evlist, evsel, header.misc, &s, Chain::Sample, &how_unmerged),
+        }
+    }
+
+    /// End of input: what is still held goes out unmerged, in arrival
+    /// order, with its cookie frame.
+    pub fn finish(&mut self, evlist: &Evlist) -> Result<()> {
+        for h in self.stitcher.take_all() {
+            let how = PrintAs { comm: Some(h.comm.clone()), cookie: Some(h.cookie) };
+            let attr = &evlist.evsels[h.evsel as usize].attr;
+            let header = crate::perf_data::record::RecordHeader::parse(&h.bytes, self.endian).expect("whole record");
+            let s = Sample::parse(&h.bytes[8..], attr, self.endian).map_err(|err| Error::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
+            self.print_sample(evlist, h.evsel as usize, header.misc, &s, Chain::Sample, &how)?;
+        }
+        Ok(())
+    }
+
+    /// What happened to deferred callchains.
+    pub fn stitch_stats(&self) -> StitchStats {
+        self.stitcher.stats
+    }
+
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
-    fn print_start(&mut self, fields: u64, comm: &str, s: &Sample<'_>, misc: u16, comm_unpadded: bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn print_start(&mut self, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, comm_unpadded: bool) {
         let out = &mut self.buf;
         if fields & f::COMM != 0 {
             if comm_unpadded {
@@ -230,22 +342,22 @@ impl<W: Write> Script<W> {
             }
             out.push(b' ');
         }
-        let (pid, tid) = (fields & f::PID != 0, fields & f::TID != 0);
-        if pid && tid {
-            format::int(out, s.pid as i64, 7, false);
+        let (show_pid, show_tid) = (fields & f::PID != 0, fields & f::TID != 0);
+        if show_pid && show_tid {
+            format::int(out, pid as i64, 7, false);
             out.push(b'/');
-            format::int(out, s.tid as i64, 7, true);
+            format::int(out, tid as i64, 7, true);
             out.push(b' ');
-        } else if pid {
-            format::int(out, s.pid as i64, 7, false);
+        } else if show_pid {
+            format::int(out, pid as i64, 7, false);
             out.push(b' ');
-        } else if tid {
-            format::int(out, s.tid as i64, 7, false);
+        } else if show_tid {
+            format::int(out, tid as i64, 7, false);
             out.push(b' ');
         }
         if fields & f::CPU != 0 {
             out.push(b'[');
-            let cpu = s.cpu as i32 as i64;
+            let cpu = cpu as i32 as i64;
             if cpu < 0 {
                 format::int(out, cpu, 3, false);
             } else {
@@ -269,8 +381,8 @@ impl<W: Write> Script<W> {
             }
         }
         if fields & f::TIME != 0 {
-            let secs = s.time / 1_000_000_000;
-            let nsecs = s.time % 1_000_000_000;
+            let secs = time / 1_000_000_000;
+            let nsecs = time % 1_000_000_000;
             if self.opts.nanosecs {
                 format::uint(out, secs, 5);
                 out.push(b'.');
@@ -289,11 +401,11 @@ impl<W: Write> Script<W> {
     /// perf's `thread__resolve_callchain_sample` (callee order, no LBR):
     /// context markers switch the address space; an unknown marker discards
     /// the whole chain (then perf prints the sample's ip on one line).
-    fn resolve_callchain(&mut self, tid: i32, chain: U64Array<'_>) -> bool {
+    fn resolve_callchain(&mut self, tid: i32, chain: impl Iterator<Item = u64>) -> bool {
         self.frames.clear();
         let mut mode = CpuMode::User;
         let mut entries = 0;
-        for ip in chain.iter() {
+        for ip in chain {
             if entries >= self.opts.max_stack {
                 break;
             }
@@ -336,7 +448,7 @@ impl<W: Write> Script<W> {
     }
 
     /// perf's `sample__fprintf_callchain`.
-    fn print_frames(&mut self, opts: IpOpts) {
+    fn print_frames(&mut self, opts: IpOpts, cookie: Option<u64>) {
         let frames = std::mem::take(&mut self.frames);
         for fr in &frames {
             let addr = fr.map.map(|m| m.map_ip(fr.ip)).unwrap_or(0);
@@ -346,7 +458,11 @@ impl<W: Write> Script<W> {
             }
             if opts.sym {
                 self.buf.push(b' ');
-                self.symname(fr.sym.as_ref(), fr.map.as_ref(), addr, opts.symoff);
+                if cookie == Some(fr.ip) {
+                    self.buf.extend_from_slice(b"(cookie)");
+                } else {
+                    self.symname(fr.sym.as_ref(), fr.map.as_ref(), addr, opts.symoff);
+                }
             }
             if opts.dso && !fr.inlined {
                 self.dsoname(fr.map.as_ref(), opts.dsoff, addr);
@@ -429,6 +545,14 @@ impl<W: Write> Script<W> {
     }
 }
 
+/// The cookie of a sample whose user callchain was deferred: the event has
+/// `defer_callchain` and the callchain ends in `USER_DEFERRED, cookie`.
+fn deferred_cookie(attr: &Attr, s: &Sample<'_>) -> Option<u64> {
+    let chain = s.callchain?;
+    let n = chain.len();
+    (attr.has(flag::DEFER_CALLCHAIN) && n >= 2 && chain.get(n - 2) == Some(context::USER_DEFERRED)).then(|| chain.get(n - 1)).flatten()
+}
+
 /// perf's `get_page_size_name`.
 fn page_size_name(size: u64) -> String {
     if size == 0 {
@@ -454,10 +578,36 @@ impl<W: Write> Tool for Script<W> {
         let rec = &ev.record;
         let trailer = ctx.evlist.evsels[ev.evsel].attr.id_hdr_size();
         let bad = |what: &str| Error::in_record(ev.offset, rec.header.type_, format!("{what} record truncated"));
+        self.endian = ctx.endian;
         match rec.header.type_ {
             kind::SAMPLE => {
                 if let Some(s) = &ev.sample {
-                    self.print_sample(ctx.evlist, ev.evsel, rec.header.misc, s)?;
+                    let attr = &ctx.evlist.evsels[ev.evsel].attr;
+                    let cookie = deferred_cookie(attr, s);
+                    match cookie {
+                        Some(c) if self.opts.merge_callchains => {
+                            let comm = match self.machine.thread(s.tid) {
+                                Some(t) => t.comm(),
+                                None => format!(":{}", s.tid).into(),
+                            };
+                            self.stitcher.hold(s.tid, ev.offset, ev.evsel as u32, rec.bytes, comm, c);
+                        }
+                        _ => {
+                            let how = PrintAs { comm: None, cookie };
+                            self.print_sample(ctx.evlist, ev.evsel, rec.header.misc, s, Chain::Sample, &how)?;
+                        }
+                    }
+                }
+            }
+            kind::CALLCHAIN_DEFERRED => {
+                let d = DeferredCallchainRecord::parse(rec, trailer).ok_or_else(|| bad("CALLCHAIN_DEFERRED"))?;
+                if self.opts.merge_callchains {
+                    for h in self.stitcher.take_for_record(ev.id.tid, d.cookie) {
+                        let with = (h.cookie == d.cookie).then_some(d.ips);
+                        self.print_held(ctx.evlist, &h, with)?;
+                    }
+                } else {
+                    self.print_deferred_record(ctx.evlist, ev.evsel, rec.header.misc, &ev.id, &d)?;
                 }
             }
             kind::MMAP | kind::MMAP2 => {
@@ -479,6 +629,10 @@ impl<W: Write> Tool for Script<W> {
             _ => {}
         }
         Ok(())
+    }
+
+    fn finish(&mut self, ctx: &Context<'_>) -> Result<()> {
+        Script::finish(self, ctx.evlist)
     }
 
     /// perf script's `process_attr` (pipe mode): check the first event of

@@ -10,6 +10,7 @@
 //!                                                          └──no───────────────────────────┴─> Tool::event
 //! ```
 
+pub mod deferred;
 pub mod ordered;
 
 use std::rc::Rc;
@@ -59,6 +60,11 @@ pub trait Tool {
 
     /// Tracing data (HEADER_TRACING_DATA payload) arrived in the stream.
     fn tracing_data(&mut self, _data: &[u8]) {}
+
+    /// All records were delivered (the queue is flushed).
+    fn finish(&mut self, _ctx: &Context<'_>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Counters kept while reading (perf's `events_stats`).
@@ -117,7 +123,9 @@ impl<'a> Session<'a> {
         let result = self.read_all(tool);
         let flushed = self.flush_all(tool);
         self.stats.nr_unordered = self.queue.nr_unordered;
-        result.and(flushed)
+        let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
+        let finished = tool.finish(&ctx);
+        result.and(flushed).and(finished)
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {

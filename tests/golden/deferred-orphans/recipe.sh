@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# DERIVED case deferred-orphans: 25 extra deferred records with cookies no sample has.
+# Made from tests/golden/c-threads/perf.data by pstitch-defer, the project's fixture
+# tool that rewrites a frame-pointer recording into the deferred user-callchain
+# form a defer_callchain kernel writes (see src/fixture/defer.rs):
+#     pstitch-defer --orphans 25
+# Needs only cargo (no root, no perf). tests/fixtures/record-all.sh runs derived
+# recipes after the recorded ones; expected outputs come from make-golden.sh.
+set -euo pipefail
+CASE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$CASE/../../.." && pwd)
+cargo run -q --release --manifest-path "$ROOT/Cargo.toml" --bin pstitch-defer -- \
+    --orphans 25 "$CASE/../c-threads/perf.data" "$CASE/perf.data"
