@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::input::Input;
+use crate::script::filter::{self, Filters};
 use crate::script::{DEFAULT_MAX_STACK, Script, ScriptOptions};
 use crate::session::Session;
 use crate::symbols::{SymbolConfig, Symbolizer};
@@ -86,6 +87,36 @@ pub struct ScriptArgs {
     #[arg(long = "no-merge-callchains", overrides_with = "merge_callchains")]
     pub no_merge_callchains: bool,
 
+    /// Only samples of threads with these comms (comma-separated).
+    #[arg(short = 'c', long = "comms", value_name = "COMMS")]
+    pub comms: Option<String>,
+
+    /// Only samples of these process ids (comma-separated).
+    #[arg(long = "pid", value_name = "PIDS")]
+    pub pid: Option<String>,
+
+    /// Only samples of these thread ids (comma-separated).
+    #[arg(long = "tid", value_name = "TIDS")]
+    pub tid: Option<String>,
+
+    /// Only events of these CPUs (`0,2-3`).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<String>,
+
+    /// Only samples in these time ranges: `start,stop` pairs (seconds;
+    /// either end may be empty) separated by spaces, or percentages of the
+    /// recording (`10%/2`, `0%-10%`, ...).
+    #[arg(long = "time", value_name = "RANGES", allow_hyphen_values = true)]
+    pub time: Option<String>,
+
+    /// Print COMM, FORK and EXIT records.
+    #[arg(long = "show-task-events")]
+    pub show_task_events: bool,
+
+    /// Print MMAP and MMAP2 records.
+    #[arg(long = "show-mmap-events")]
+    pub show_mmap_events: bool,
+
     /// Say more on standard error.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -112,6 +143,23 @@ fn buildid_dir() -> Option<PathBuf> {
     }
 }
 
+/// The filters that need no knowledge of the input.
+fn parse_filters(args: &ScriptArgs, f: &mut Filters) -> Result<(), String> {
+    if let Some(c) = &args.comms {
+        f.comms = Some(filter::parse_list(c));
+    }
+    if let Some(p) = &args.pid {
+        f.pids = Some(filter::parse_int_list(p)?);
+    }
+    if let Some(t) = &args.tid {
+        f.tids = Some(filter::parse_int_list(t)?);
+    }
+    if let Some(c) = &args.cpu {
+        f.cpus = Some(filter::parse_cpu_list(c)?);
+    }
+    Ok(())
+}
+
 /// `pstitch script`.
 pub fn run_script(args: &ScriptArgs) -> ExitCode {
     let path = args.input.clone().unwrap_or_else(default_input);
@@ -121,8 +169,14 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         hide_call_graph: args.hide_call_graph,
         max_stack: args.max_stack,
         merge_callchains: !args.no_merge_callchains,
+        show_task_events: args.show_task_events,
+        show_mmap_events: args.show_mmap_events,
         ..Default::default()
     };
+    if let Err(e) = parse_filters(args, &mut opts.filters) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     for spec in &args.fields {
         match opts.fields.parse(spec) {
             Ok(warnings) => warnings.iter().for_each(|w| eprintln!("{w}")),
@@ -150,11 +204,42 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         }
     };
     let (evlist, features, warnings) = input.take_header();
+    if let Some(t) = &args.time {
+        // Percentages are of the span perf record stored in SAMPLE_TIME.
+        let (first, last) = features
+            .get(crate::perf_data::features::feat::SAMPLE_TIME)
+            .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
+            .unwrap_or((0, 0));
+        if t.contains('%') && first == 0 && last == 0 {
+            eprintln!("HINT: no first/last sample time found in perf data.");
+            return ExitCode::from(2);
+        }
+        match filter::parse_time(t, first, last) {
+            Ok(r) => opts.filters.time = r,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     for w in &warnings {
         eprintln!("pstitch: {name}: warning: {w}");
     }
     let mut symbolizer = Symbolizer::new(config);
     symbolizer.set_build_ids(features.build_ids());
+    if opts.filters.cpus.is_some() {
+        // perf requires CPU in the first event of every type.
+        let mut seen = std::collections::BTreeSet::new();
+        let lacking = evlist
+            .evsels
+            .iter()
+            .filter(|e| seen.insert(e.attr.type_))
+            .any(|e| !e.attr.samples(crate::perf_data::attr::sample_type::CPU));
+        if lacking {
+            eprintln!("File does not contain CPU events. Remove -C option to proceed.");
+            return ExitCode::FAILURE;
+        }
+    }
     let stdout = std::io::stdout();
     let mut script = Script::new(opts, symbolizer, stdout.lock());
     let pipe = input.pipe;

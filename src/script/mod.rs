@@ -9,7 +9,9 @@
 //! <blank line>
 //! ```
 
+mod events;
 pub mod fields;
+pub mod filter;
 pub mod format;
 
 use std::io::Write;
@@ -56,6 +58,11 @@ pub struct ScriptOptions {
     /// Merge deferred user callchains into their samples (perf's default);
     /// otherwise print them as DEFERRED CALLCHAIN blocks.
     pub merge_callchains: bool,
+    pub filters: filter::Filters,
+    /// `--show-task-events`: print COMM, FORK and EXIT records.
+    pub show_task_events: bool,
+    /// `--show-mmap-events`: print MMAP and MMAP2 records.
+    pub show_mmap_events: bool,
 }
 
 impl Default for ScriptOptions {
@@ -66,6 +73,9 @@ impl Default for ScriptOptions {
             hide_call_graph: false,
             max_stack: DEFAULT_MAX_STACK,
             merge_callchains: true,
+            filters: filter::Filters::default(),
+            show_task_events: false,
+            show_mmap_events: false,
         }
     }
 }
@@ -114,6 +124,7 @@ pub struct Script<W: Write> {
     stitcher: Stitcher,
     merged: Vec<u64>,
     endian: crate::perf_data::bytes::Endian,
+    filters: filter::Filters,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -121,6 +132,7 @@ const FLUSH_AT: usize = 1 << 20;
 impl<W: Write> Script<W> {
     pub fn new(opts: ScriptOptions, symbolizer: Symbolizer, out: W) -> Script<W> {
         let use_callchain = !opts.hide_call_graph;
+        let filters = opts.filters.clone();
         Script {
             opts,
             machine: Machine::new(),
@@ -135,6 +147,7 @@ impl<W: Write> Script<W> {
             stitcher: Stitcher::default(),
             merged: Vec::new(),
             endian: crate::perf_data::bytes::Endian::NATIVE,
+            filters,
         }
     }
 
@@ -207,11 +220,20 @@ impl<W: Write> Script<W> {
             return Ok(());
         }
         let ip_opts = self.ip_opts[ty];
+        if self.filters.skip_time(s.time) || self.filters.skip_cpu(s.cpu) {
+            return Ok(());
+        }
         // perf resolves the thread at printing time (creating it if needed).
-        let current = self.machine.findnew_thread(s.pid, s.tid).comm();
+        let (current, pid) = {
+            let t = self.machine.findnew_thread(s.pid, s.tid);
+            (t.comm(), t.pid)
+        };
         let comm = how.comm.clone().unwrap_or(current);
+        if self.filters.skip_thread(&comm, pid, s.tid) {
+            return Ok(());
+        }
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
-        self.print_start(fields, &comm, s.pid, s.tid, s.cpu, s.time, misc, with_callchain && fields & f::IP != 0);
+        self.print_start(fields, &comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
 
         if fields & f::PERIOD != 0 {
             format::uint(&mut self.buf, s.period, 10);
@@ -266,9 +288,18 @@ impl<W: Write> Script<W> {
         if fields == 0 {
             return Ok(());
         }
-        let comm = self.machine.findnew_thread(id.pid, id.tid).comm();
+        if self.filters.skip_time(id.time) || self.filters.skip_cpu(id.cpu) {
+            return Ok(());
+        }
+        let (comm, pid) = {
+            let t = self.machine.findnew_thread(id.pid, id.tid);
+            (t.comm(), t.pid)
+        };
+        if self.filters.skip_thread(&comm, pid, id.tid) {
+            return Ok(());
+        }
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
-        self.print_start(fields, &comm, id.pid, id.tid, id.cpu, id.time, misc, with_callchain && fields & f::IP != 0);
+        self.print_start(fields, &comm, id.pid, id.tid, id.cpu, id.time, misc, kind::CALLCHAIN_DEFERRED, with_callchain && fields & f::IP != 0);
         self.buf.extend_from_slice(b"DEFERRED CALLCHAIN [cookie: ");
         format::hex(&mut self.buf, d.cookie, 0);
         self.buf.push(b']');
@@ -332,7 +363,7 @@ impl<W: Write> Script<W> {
 
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
     #[allow(clippy::too_many_arguments)]
-    fn print_start(&mut self, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, comm_unpadded: bool) {
+    fn print_start(&mut self, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
         let out = &mut self.buf;
         if fields & f::COMM != 0 {
             if comm_unpadded {
@@ -375,6 +406,16 @@ impl<W: Write> Script<W> {
                     out.push(c);
                     n += 1;
                 }
+            }
+            use crate::perf_data::record::misc as m;
+            let extra = match record_type {
+                kind::MMAP | kind::MMAP2 if misc & m::MMAP_DATA != 0 => Some(b'M'),
+                kind::COMM if misc & m::COMM_EXEC != 0 => Some(b'E'),
+                _ => None,
+            };
+            if let Some(c) = extra {
+                out.push(c);
+                n += 1;
             }
             for _ in n..6 {
                 out.push(b' ');
@@ -613,17 +654,30 @@ impl<W: Write> Tool for Script<W> {
             kind::MMAP | kind::MMAP2 => {
                 let m = MmapRecord::parse(rec, trailer).ok_or_else(|| bad("MMAP"))?;
                 self.machine.process_mmap(&m, rec.header.type_, rec.header.misc);
+                if self.opts.show_mmap_events {
+                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, m.pid, m.tid, 0, trailer);
+                }
             }
             kind::COMM => {
                 let c = CommRecord::parse(rec, trailer).ok_or_else(|| bad("COMM"))?;
                 self.machine.process_comm(&c);
+                if self.opts.show_task_events {
+                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, c.pid, c.tid, 0, trailer);
+                }
             }
             kind::FORK => {
                 let t = TaskRecord::parse(rec).ok_or_else(|| bad("FORK"))?;
                 self.machine.process_fork(&t, rec.header.misc);
+                if self.opts.show_task_events {
+                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, t.pid, t.tid, t.time, trailer);
+                }
             }
             kind::EXIT => {
                 let t = TaskRecord::parse(rec).ok_or_else(|| bad("EXIT"))?;
+                // perf prints before the exit forgets the thread.
+                if self.opts.show_task_events {
+                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, t.pid, t.tid, t.time, trailer);
+                }
                 self.machine.process_exit(&t);
             }
             _ => {}

@@ -1,0 +1,206 @@
+//! Sample filters: `--comms`, `--pid`, `--tid`, `--cpu` and `--time`.
+//!
+//! perf applies comm/pid/tid filters when it resolves a sample's thread
+//! (with the comm current at that point), the CPU filter to samples and
+//! side-band records alike, and time ranges to samples only.
+
+use std::collections::BTreeSet;
+
+/// A time range in ns; `None` ends are open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeRange {
+    pub start: Option<u64>,
+    pub end: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    pub comms: Option<BTreeSet<String>>,
+    pub pids: Option<BTreeSet<i32>>,
+    pub tids: Option<BTreeSet<i32>>,
+    pub cpus: Option<BTreeSet<u32>>,
+    pub time: Vec<TimeRange>,
+}
+
+impl Filters {
+    /// perf's `filter_cpu`: samples without a CPU are never filtered.
+    pub fn skip_cpu(&self, cpu: u32) -> bool {
+        match &self.cpus {
+            Some(set) if cpu != u32::MAX => !set.contains(&cpu),
+            _ => false,
+        }
+    }
+
+    /// perf's `perf_time__ranges_skip_sample`.
+    pub fn skip_time(&self, time: u64) -> bool {
+        if self.time.is_empty() || time == 0 {
+            return false;
+        }
+        !self.time.iter().any(|r| r.start.is_none_or(|s| time >= s) && r.end.is_none_or(|e| time <= e))
+    }
+
+    /// The thread filters of `machine__resolve`.
+    pub fn skip_thread(&self, comm: &str, pid: i32, tid: i32) -> bool {
+        self.comms.as_ref().is_some_and(|c| !c.contains(comm))
+            || self.pids.as_ref().is_some_and(|p| !p.contains(&pid))
+            || self.tids.as_ref().is_some_and(|t| !t.contains(&tid))
+    }
+}
+
+/// A comma-separated list (perf's strlist: entries are trimmed, empty ones
+/// dropped).
+pub fn parse_list(s: &str) -> BTreeSet<String> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
+}
+
+/// A comma-separated list of integers (perf's intlist).
+pub fn parse_int_list(s: &str) -> Result<BTreeSet<i32>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| x.parse::<i32>().map_err(|_| format!("invalid number '{x}'")))
+        .collect()
+}
+
+/// perf's CPU list syntax: `0,2-4`.
+pub fn parse_cpu_list(s: &str) -> Result<BTreeSet<u32>, String> {
+    let mut set = BTreeSet::new();
+    for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let bad = || format!("Invalid cpu_list: {s}");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+                if a > b || b - a > 1 << 16 {
+                    return Err(bad());
+                }
+                set.extend(a..=b);
+            }
+            None => {
+                set.insert(part.parse().map_err(|_| bad())?);
+            }
+        }
+    }
+    Ok(set)
+}
+
+/// Parses one time stamp of perf's range syntax: `seconds[.fraction]`,
+/// the fraction up to nanoseconds.
+fn parse_timestamp(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (secs, frac) = match s.split_once('.') {
+        Some((a, b)) => (a, b),
+        None => (s, ""),
+    };
+    if secs.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !secs.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
+        return None;
+    }
+    let secs: u64 = if secs.is_empty() { 0 } else { secs.parse().ok()? };
+    let mut ns: u64 = 0;
+    for (i, d) in frac.bytes().enumerate() {
+        ns += (d - b'0') as u64 * 10u64.pow(8 - i as u32);
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// perf's `--time` syntax: one or more `start,stop` pairs separated by
+/// spaces (either end may be empty; times are `seconds[.fraction]`; ranges
+/// must not overlap), or percentage ranges (`10%/2`, `0%-10%`, lists of
+/// either separated by commas) of the span between the first and last
+/// sample times recorded in the file.
+pub fn parse_time(s: &str, first: u64, last: u64) -> Result<Vec<TimeRange>, String> {
+    let bad = || "Invalid time string".to_string();
+    if s.contains('%') {
+        return parse_percent(s, first, last).ok_or_else(bad);
+    }
+    if !s.contains(',') {
+        return Err(bad());
+    }
+    let mut out = Vec::new();
+    for pair in s.split_whitespace() {
+        let (a, b) = pair.split_once(',').ok_or_else(bad)?;
+        if b.contains(',') {
+            return Err(bad());
+        }
+        let start = if a.is_empty() { None } else { Some(parse_timestamp(a).ok_or_else(bad)?) };
+        let end = if b.is_empty() { None } else { Some(parse_timestamp(b).ok_or_else(bad)?) };
+        if let (Some(x), Some(y)) = (start, end) {
+            if x > y {
+                return Err(bad());
+            }
+        }
+        out.push(TimeRange { start, end });
+    }
+    let overlapping = out.windows(2).any(|w| w[0].end.unwrap_or(u64::MAX) >= w[1].start.unwrap_or(0));
+    if out.is_empty() || overlapping {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+/// `10%/2` (the 2nd tenth), `0%-10%` (first tenth), comma-separated lists.
+fn parse_percent(s: &str, first: u64, last: u64) -> Option<Vec<TimeRange>> {
+    let span = last.checked_sub(first)? as f64;
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let pct = |x: &str| -> Option<f64> { x.trim().strip_suffix('%')?.parse::<f64>().ok().filter(|v| (0.0..=100.0).contains(v)) };
+        let (lo, hi) = if let Some((p, n)) = part.split_once('/') {
+            let p = pct(p)? / 100.0;
+            let n: f64 = n.trim().parse().ok().filter(|v: &f64| *v >= 1.0)?;
+            if p * n > 1.0 {
+                return None;
+            }
+            (p * (n - 1.0), p * n)
+        } else if let Some((a, b)) = part.split_once('-') {
+            (pct(a)? / 100.0, pct(b)? / 100.0)
+        } else {
+            return None;
+        };
+        let at = |f: f64| first + (span * f) as u64;
+        out.push(TimeRange { start: Some(at(lo)), end: Some(at(hi)) });
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2-4").unwrap().into_iter().collect::<Vec<_>>(), vec![0, 2, 3, 4]);
+        assert!(parse_cpu_list("4-2").is_err());
+        assert!(parse_cpu_list("x").is_err());
+    }
+
+    #[test]
+    fn time_ranges() {
+        assert!(parse_time("748.1", 0, 0).is_err());
+        assert_eq!(parse_time("1,2 3,4", 0, 0).unwrap().len(), 2);
+        assert!(parse_time("1,3 2,4", 0, 0).is_err());
+        let r = parse_time("748.1,748.2", 0, 0).unwrap();
+        assert_eq!(r, vec![TimeRange { start: Some(748_100_000_000), end: Some(748_200_000_000) }]);
+        let f = Filters { time: r, ..Default::default() };
+        assert!(!f.skip_time(748_150_000_000));
+        assert!(f.skip_time(748_250_000_000));
+        let open = parse_time(",748.000000123", 0, 0).unwrap();
+        assert_eq!(open[0], TimeRange { start: None, end: Some(748_000_000_123) });
+        assert!(parse_time("b,a", 0, 0).is_err());
+        assert!(parse_time("2,1", 0, 0).is_err());
+        let p = parse_time("10%/2", 0, 1000).unwrap();
+        assert_eq!(p[0], TimeRange { start: Some(100), end: Some(200) });
+    }
+
+    #[test]
+    fn thread_filters() {
+        let f = Filters { comms: Some(parse_list("a, b")), ..Default::default() };
+        assert!(!f.skip_thread("b", 1, 1));
+        assert!(f.skip_thread("c", 1, 1));
+        let f = Filters { tids: Some(parse_int_list("5").unwrap()), cpus: Some(parse_cpu_list("1").unwrap()), ..Default::default() };
+        assert!(f.skip_thread("x", 5, 6));
+        assert!(f.skip_cpu(0));
+        assert!(!f.skip_cpu(u32::MAX));
+    }
+}
