@@ -23,6 +23,19 @@ pub struct Cli {
 pub enum Command {
     /// Print the samples of a perf.data file as `perf script` does.
     Script(ScriptArgs),
+    /// Print a shell completion script (bash, zsh or fish) to standard output.
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// Shells pstitch writes completions for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 /// `pstitch script` options (perf's names).
@@ -127,6 +140,17 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Script(args) => run_script(&args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            let shell = match shell {
+                Shell::Bash => clap_complete::Shell::Bash,
+                Shell::Zsh => clap_complete::Shell::Zsh,
+                Shell::Fish => clap_complete::Shell::Fish,
+            };
+            clap_complete::generate(shell, &mut cmd, "pstitch", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
 }
 
@@ -140,6 +164,56 @@ fn buildid_dir() -> Option<PathBuf> {
     match std::env::var_os("PERF_BUILDID_DIR") {
         Some(d) => Some(PathBuf::from(d)),
         None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")),
+    }
+}
+
+/// A progress line on stderr for long runs: only when stderr is a terminal
+/// and stdout is not (output goes to a file or pipe), after the first
+/// second (`PSTITCH_PROGRESS_DELAY_MS` overrides that), at most 5 times a
+/// second; erased when reading ends.
+struct ProgressLine {
+    name: String,
+    start: std::time::Instant,
+    delay: std::time::Duration,
+    last: Option<std::time::Instant>,
+}
+
+impl ProgressLine {
+    fn for_terminal(name: &str) -> Option<ProgressLine> {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() || std::io::stdout().is_terminal() {
+            return None;
+        }
+        let delay = std::env::var("PSTITCH_PROGRESS_DELAY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+        Some(ProgressLine { name: name.to_string(), start: std::time::Instant::now(), delay: std::time::Duration::from_millis(delay), last: None })
+    }
+
+    fn update(&mut self, p: crate::session::Progress) {
+        let now = std::time::Instant::now();
+        if p.done {
+            if self.last.is_some() {
+                eprint!("\r\x1b[K");
+            }
+            return;
+        }
+        let elapsed = now - self.start;
+        if elapsed < self.delay || self.last.is_some_and(|l| now - l < std::time::Duration::from_millis(200)) {
+            return;
+        }
+        self.last = Some(now);
+        let rate = p.records as f64 / elapsed.as_secs_f64().max(1e-3);
+        let pct = p.total.filter(|&t| t > 0).map(|t| format!("{:.0}% of ", p.position as f64 * 100.0 / t as f64)).unwrap_or_default();
+        eprint!("\r\x1b[K[ pstitch: {pct}{} | {} records | {} records/s ]", self.name, human(p.records as f64), human(rate));
+    }
+}
+
+/// 1234567 -> "1.2M".
+fn human(v: f64) -> String {
+    match v {
+        v if v >= 1e9 => format!("{:.1}G", v / 1e9),
+        v if v >= 1e6 => format!("{:.1}M", v / 1e6),
+        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        v => format!("{v:.0}"),
     }
 }
 
@@ -250,6 +324,9 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         }
     }
     let mut session = Session::new(input.records(), evlist, features, pipe);
+    if let Some(mut p) = ProgressLine::for_terminal(&name) {
+        session.set_progress(move |pr| p.update(pr));
+    }
     let result = session.run(&mut script);
     let flushed = script.flush();
     for w in &session.warnings {

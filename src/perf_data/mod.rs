@@ -67,6 +67,22 @@ impl<'a> RecordSource<'a> {
         }
     }
 
+    /// Bytes of input consumed so far (the file offset in file mode).
+    pub fn position(&self) -> u64 {
+        match self {
+            RecordSource::Slice { pos, .. } => *pos as u64,
+            RecordSource::Stream { pos, .. } => *pos,
+        }
+    }
+
+    /// Total input size, when known (not for pipes).
+    pub fn total(&self) -> Option<u64> {
+        match self {
+            RecordSource::Slice { end, .. } => Some(*end as u64),
+            RecordSource::Stream { .. } => None,
+        }
+    }
+
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
         match self {

@@ -92,7 +92,22 @@ pub struct Session<'a> {
     queue: OrderedEvents<'a>,
     decompressor: Option<Decompressor>,
     warned: std::collections::HashSet<&'static str>,
+    progress: Option<Box<dyn FnMut(Progress) + 'a>>,
 }
+
+/// How far reading has got (for a progress display).
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub records: u64,
+    pub position: u64,
+    /// Input size, when known.
+    pub total: Option<u64>,
+    /// Reading is over.
+    pub done: bool,
+}
+
+/// Records between two progress reports.
+const PROGRESS_EVERY: u64 = 1 << 14;
 
 impl<'a> Session<'a> {
     pub fn new(source: RecordSource<'a>, evlist: Evlist, features: Features, pipe: bool) -> Session<'a> {
@@ -108,6 +123,19 @@ impl<'a> Session<'a> {
             queue: OrderedEvents::default(),
             decompressor: None,
             warned: Default::default(),
+            progress: None,
+        }
+    }
+
+    /// Calls `f` every few thousand records and once at the end.
+    pub fn set_progress(&mut self, f: impl FnMut(Progress) + 'a) {
+        self.progress = Some(Box::new(f));
+    }
+
+    fn report(&mut self, records: u64, done: bool) {
+        let (position, total) = (self.source.position(), self.source.total());
+        if let Some(f) = self.progress.as_mut() {
+            f(Progress { records, position, total, done });
         }
     }
 
@@ -122,6 +150,7 @@ impl<'a> Session<'a> {
     pub fn run(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let result = self.read_all(tool);
         let flushed = self.flush_all(tool);
+        self.report(0, true);
         self.stats.nr_unordered = self.queue.nr_unordered;
         let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
         let finished = tool.finish(&ctx);
@@ -129,7 +158,12 @@ impl<'a> Session<'a> {
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
+        let mut records = 0u64;
         while let Some(raw) = self.source.next_record()? {
+            records += 1;
+            if records % PROGRESS_EVERY == 0 {
+                self.report(records, false);
+            }
             let RawRecord { offset, header, bytes } = raw;
             let bytes = match bytes {
                 std::borrow::Cow::Borrowed(b) => RecordBytes::Borrowed(b),

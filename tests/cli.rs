@@ -1,0 +1,106 @@
+//! Command-line behaviour: completions, option errors, the progress line.
+
+use std::process::{Command, Stdio};
+
+use pstitch::perf_data::attr::{flag, sample_type as st};
+use pstitch::perf_data::bytes::Endian;
+use pstitch::perf_data::record::kind;
+use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, set_attr_flags};
+
+fn pstitch() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pstitch"))
+}
+
+/// A file-mode perf.data with `n` samples (IP|TID|TIME|PERIOD) of one
+/// cpu-clock event.
+fn synthetic(n: usize) -> Vec<u8> {
+    let p = Put(Endian::Little);
+    let mut attr = Vec::new();
+    p.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
+    p.u32(&mut attr, 128);
+    p.u64(&mut attr, 0); // cpu-clock
+    p.u64(&mut attr, 1000);
+    p.u64(&mut attr, st::IP | st::TID | st::TIME | st::PERIOD);
+    attr.resize(128, 0);
+    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let mut data = Vec::new();
+    for i in 0..n as u64 {
+        p.header(&mut data, kind::SAMPLE, 2, 40);
+        p.u64(&mut data, 0x400000 + i);
+        p.u32(&mut data, 7);
+        p.u32(&mut data, 7);
+        p.u64(&mut data, 1_000_000_000 + i * 1000);
+        p.u64(&mut data, 1000);
+    }
+    FileWriter { endian: Endian::Little, attrs: vec![AttrEntry { raw: attr, ids: vec![1] }], data, features: vec![] }.to_bytes()
+}
+
+#[test]
+fn completions_cover_the_options() {
+    for (shell, needle) in [("bash", "--no-merge-callchains"), ("zsh", "--show-task-events"), ("fish", "no-inline")] {
+        let out = pstitch().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(needle), "{shell} completions lack {needle}");
+    }
+}
+
+#[test]
+fn bad_options_are_usage_errors() {
+    let out = pstitch().args(["script", "--no-such-option"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-such-option"));
+    let out = pstitch().args(["script", "--max-stack", "many"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = pstitch().args(["script", "-F", "bogus", "-i", "/nonexistent"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), "Invalid field requested.");
+    let out = pstitch().args(["script", "-i", "/nonexistent/perf.data"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/perf.data"));
+}
+
+#[test]
+fn synthetic_file_prints_every_sample() {
+    let dir = std::env::temp_dir().join(format!("pstitch-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("many.data");
+    std::fs::write(&file, synthetic(1000)).unwrap();
+    let out = pstitch().args(["script", "-F", "tid,time,ip", "-i"]).arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1000);
+    assert_eq!(text.lines().next().unwrap(), "      7     1.000000:            400000");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn progress_only_when_stderr_is_a_terminal_and_stdout_is_not() {
+    let dir = std::env::temp_dir().join(format!("pstitch-progress-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("big.data");
+    std::fs::write(&file, synthetic(40_000)).unwrap();
+
+    // stderr a pipe: never a progress line.
+    let out = pstitch()
+        .env("PSTITCH_PROGRESS_DELAY_MS", "0")
+        .args(["script", "-F", "tid,ip", "-i"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // stderr a terminal (script(1) gives the command a pty), stdout a file.
+    let cmd = format!("{} script -F tid,ip -i {} > {}", env!("CARGO_BIN_EXE_pstitch"), file.display(), dir.join("out").display());
+    let pty = Command::new("script").args(["-q", "-e", "-c", &cmd, "/dev/null"]).env("PSTITCH_PROGRESS_DELAY_MS", "0").output();
+    let pty = pty.expect("script(1) from util-linux is needed for this test");
+    assert!(pty.status.success());
+    let shown = String::from_utf8_lossy(&pty.stdout);
+    assert!(shown.contains("[ pstitch: "), "no progress line on the terminal: {shown:?}");
+    assert!(shown.contains("% of "), "{shown:?}");
+    assert!(shown.contains("records/s ]"), "{shown:?}");
+    assert!(shown.ends_with("\r\x1b[K"), "progress line not erased at the end: {shown:?}");
+    assert_eq!(std::fs::read_to_string(dir.join("out")).unwrap().lines().count(), 40_000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,103 @@
+//! Flamegraph pipes: `pstitch script | inferno-collapse-perf` must fold to
+//! the same stacks as `perf script | inferno-collapse-perf`.
+//!
+//! For every golden variant that is not pending, the perf-ref output
+//! (`<variant>.out`) and pstitch's output for the same options are both run
+//! through inferno's perf collapser (the one behind `inferno-collapse-perf`)
+//! and the folded stacks compared. In cases that declare the
+//! comm-at-sample-time deviation the root frame of a stack is the comm, so
+//! there the stacks are compared without it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use inferno::collapse::Collapse;
+use inferno::collapse::perf::Folder;
+
+fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+fn fold(text: &[u8]) -> BTreeMap<String, u64> {
+    let mut out = Vec::new();
+    Folder::default().collapse(text, &mut out).expect("collapse");
+    let mut m = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out).lines() {
+        let (stack, n) = line.rsplit_once(' ').expect("folded line");
+        *m.entry(stack.to_string()).or_default() += n.parse::<u64>().expect("count");
+    }
+    m
+}
+
+fn without_root(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (stack, n) in m {
+        let rest = stack.split_once(';').map(|(_, r)| r).unwrap_or("");
+        *out.entry(rest.to_string()).or_default() += n;
+    }
+    out
+}
+
+#[test]
+fn folded_stacks_match_perfs() {
+    let pending: Vec<String> = std::fs::read_to_string(golden().join("pending.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    let mut cases: Vec<PathBuf> =
+        std::fs::read_dir(golden()).unwrap().flatten().map(|e| e.path()).filter(|p| p.join("perf.data").exists()).collect();
+    cases.sort();
+    let (mut compared, mut stacks, mut failures) = (0, 0, Vec::new());
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let deviates = case.join("deviations").exists();
+        let mut variants: Vec<String> = std::fs::read_dir(case)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".args").map(str::to_string))
+            .collect();
+        variants.sort();
+        for v in variants {
+            let id = format!("{name}/{v}");
+            if pending.contains(&id) {
+                continue;
+            }
+            let args = std::fs::read_to_string(case.join(format!("{v}.args"))).unwrap();
+            if args.contains("--header") {
+                continue;
+            }
+            let expected = std::fs::read(case.join(format!("{v}.out"))).unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_pstitch"))
+                .current_dir(case)
+                .env("PERF_BUILDID_DIR", "/nonexistent")
+                .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
+                .args(args.split_whitespace())
+                .output()
+                .unwrap();
+            let (mut e, mut a) = (fold(&expected), fold(&out.stdout));
+            if deviates {
+                e = without_root(&e);
+                a = without_root(&a);
+            }
+            compared += 1;
+            stacks += e.len();
+            if e != a {
+                let missing = e.keys().find(|k| a.get(*k) != e.get(*k));
+                failures.push(format!("{id}: folded stacks differ, e.g. {missing:?}"));
+            }
+        }
+    }
+    println!("{compared} variants folded, {stacks} distinct stacks compared");
+    assert!(compared > 20, "too few variants to compare");
+    // Bare-address output folds to nothing; the symbolized variants are the
+    // ones that carry stacks, and they must be compared once they match.
+    let symbolized_pending = cases.iter().all(|c| {
+        let n = c.file_name().unwrap().to_string_lossy();
+        !c.join("default.args").exists() || pending.contains(&format!("{n}/default"))
+    });
+    assert!(stacks > 0 || symbolized_pending, "no stacks were compared");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
