@@ -104,3 +104,35 @@ fn progress_only_when_stderr_is_a_terminal_and_stdout_is_not() {
     assert_eq!(std::fs::read_to_string(dir.join("out")).unwrap().lines().count(), 40_000);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn man_pages_render_and_document_every_option() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for page in ["man/pstitch.1", "man/pstitch-script.1"] {
+        let out = Command::new("man")
+            .args(["-l", "--warnings"])
+            .arg(root.join(page))
+            .env("MANWIDTH", "80")
+            .env("MAN_KEEP_FORMATTING", "0")
+            .output()
+            .expect("man(1) is needed for this test (.ci/run installs man-db)");
+        assert!(out.status.success(), "{page}: man failed");
+        assert!(out.stdout.len() > 1000, "{page}: rendered nearly nothing");
+        assert!(out.stderr.is_empty(), "{page}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Every long option of `pstitch script` is in its man page.
+    let help = String::from_utf8(pstitch().args(["script", "--help"]).output().unwrap().stdout).unwrap();
+    let page = std::fs::read_to_string(root.join("man/pstitch-script.1")).unwrap().replace("\\-", "-");
+    let options: Vec<&str> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches([',', '.']).split('=').next().unwrap().split('<').next().unwrap())
+        .collect();
+    assert!(options.len() > 15);
+    for o in options {
+        if o == "--help" {
+            continue;
+        }
+        assert!(page.contains(o), "{o} is not documented in man/pstitch-script.1");
+    }
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""pstitch benchmark: speed and memory against perf 7.2 (perf-ref), measured
+in the same run on the same machine.
+
+    sudo bench/run.py [--runs 3] [--seconds 20] [--freq 20000] [--workdir DIR] [--rerecord]
+
+1. Prepares (once, cached in --workdir; --rerecord redoes it):
+   - a large real recording: `perf record -a -g -F <freq>` over a mixed
+     workload (the C, C++ and Rust programs from tests/workloads in loops,
+     plus compression and file-system work) for <seconds> seconds;
+   - its deferred form (pstitch-defer) and a variant whose deferred records
+     lag ~20000 records behind their samples (pstitch-defer --delay-records).
+2. Runs perf-ref and pstitch alternately, <runs> times each, on:
+   - the recording with --no-inline,
+   - the recording with inline frames (the default),
+   - the lagging deferred variant with --no-inline,
+   - the same deferred variant without lag (pstitch only: the 1.5x lag budget),
+   and prints median wall time, the perf/pstitch ratio and peak RSS.
+3. Checks that both printed the same output (hashes; for deferred input
+   the comm of sample lines is left out of the comparison, since pstitch
+   deliberately prints the comm a thread had when the sample was taken —
+   see man/pstitch-script.1, COMPATIBILITY).
+
+Needs root (perf record -a, perf-ref's chroot), /usr/bin/perf, perf-ref
+(/work/shared/reference-perf/setup.sh), GNU time (/usr/bin/time), cargo.
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PERF_REF = os.environ.get("PERF_REF", "/work/shared/reference-perf/perf-ref")
+BIN = "/tmp/pstitch-fixtures/bin"
+TARGETS = {"no-inline": 10.0, "inline": 20.0, "lagging": 50.0}
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=isinstance(cmd, str), check=True, **kw)
+
+
+def prepare(args):
+    wd = args.workdir
+    os.makedirs(wd, exist_ok=True)
+    sh(["cargo", "build", "--release", "--quiet", "--bins"], cwd=ROOT)
+    big = os.path.join(wd, "big.data")
+    if args.rerecord or not os.path.exists(big):
+        sh([os.path.join(ROOT, "tests/workloads/build.sh")], stdout=subprocess.DEVNULL)
+        secs = args.seconds
+        # A mixed workload: our three programs in loops on both CPUs, plus
+        # kernel-heavy work (compression through a pipe, file system walks).
+        workload = (
+            f"timeout {secs} sh -c 'while :; do {BIN}/cwork 60 >/dev/null; done' & "
+            f"timeout {secs} sh -c 'while :; do {BIN}/cppwork >/dev/null; done' & "
+            f"timeout {secs} sh -c 'while :; do {BIN}/rustwork >/dev/null; done' & "
+            f"timeout {secs} sh -c 'while :; do head -c 20000000 /dev/urandom | gzip -1 >/dev/null; done' & "
+            f"timeout {secs} sh -c 'while :; do find /usr/lib -name \"*.so*\" >/dev/null 2>&1; done' & "
+            "wait"
+        )
+        sh(["perf", "record", "-q", "-a", "-g", "-F", str(args.freq), "-o", "big.data", "--", "sh", "-c", workload],
+           cwd=wd, stderr=subprocess.DEVNULL)
+    defer = os.path.join(ROOT, "target/release/pstitch-defer")
+    deferred = os.path.join(wd, "deferred.data")
+    lagging = os.path.join(wd, "lagging.data")
+    if args.rerecord or not os.path.exists(lagging):
+        sh([defer, big, deferred])
+        sh([defer, "--delay-records", "20000", big, lagging])
+    return big, deferred, lagging
+
+
+def count_samples(path):
+    out = subprocess.run([os.path.join(ROOT, "target/release/pstitch"), "script", "-i", path, "-F", "tid", "-G"],
+                         check=True, capture_output=True).stdout
+    return out.count(b"\n")
+
+
+def tool_cmd(tool, path, extra):
+    if tool == "perf":
+        return [PERF_REF, "script", "-i", path] + extra
+    return [os.path.join(ROOT, "target/release/pstitch"), "script", "-i", path,
+            "--symfs=/", "--kallsyms=/proc/kallsyms"] + extra
+
+
+def timed(cmd):
+    """Wall seconds and peak RSS (KiB) of one run, output discarded."""
+    tf = "/tmp/pstitch-bench-time"
+    t0 = time.monotonic()
+    sh(["/usr/bin/time", "-o", tf, "-f", "%M"] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+       env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"))
+    wall = time.monotonic() - t0
+    with open(tf) as f:
+        rss = int(f.read().split()[-1])
+    return wall, rss
+
+
+def output_hash(cmd, drop_comm):
+    """SHA-256 of a run's output (sample-line comms dropped if asked)."""
+    h = hashlib.sha256()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"))
+    for line in p.stdout:
+        if drop_comm and line[:1] not in (b"\t", b"\n", b" "):
+            parts = line.split(None, 1)
+            line = parts[1] if len(parts) > 1 else b""
+        h.update(line)
+    p.wait()
+    return h.hexdigest()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--freq", type=int, default=20000)
+    ap.add_argument("--workdir", default="/tmp/pstitch-bench")
+    ap.add_argument("--rerecord", action="store_true")
+    ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging")
+    args = ap.parse_args()
+    for need in ("/usr/bin/time", PERF_REF):
+        if not os.path.exists(need):
+            sys.exit(f"bench: {need} is missing")
+
+    big, deferred, lagging = prepare(args)
+    n = count_samples(big)
+    print(f"recording: {big}: {n} samples, {os.path.getsize(big) / 1e6:.0f} MB; "
+          f"deferred variants: {os.path.basename(deferred)}, {os.path.basename(lagging)} (records lag 20000 behind)")
+
+    cases = [("no-inline", big, ["--no-inline"], False), ("inline", big, [], False),
+             ("lagging", lagging, ["--no-inline"], True)]
+    if args.only:
+        keep = set(args.only.split(","))
+        cases = [c for c in cases if c[0] in keep]
+    rows, ok = [], True
+    for name, path, extra, deviates in cases:
+        times = {"perf": [], "pstitch": []}
+        rss = {"perf": [], "pstitch": []}
+        for _ in range(args.runs):
+            for tool in ("perf", "pstitch"):
+                w, r = timed(tool_cmd(tool, path, extra))
+                times[tool].append(w)
+                rss[tool].append(r)
+        same = output_hash(tool_cmd("perf", path, extra), deviates) == output_hash(tool_cmd("pstitch", path, extra), deviates)
+        ok &= same
+        rows.append((name, statistics.median(times["perf"]), statistics.median(times["pstitch"]),
+                     max(rss["perf"]), max(rss["pstitch"]), same))
+
+    # The lag budget: pstitch on the lagging file vs the same file without lag.
+    lag_budget = None
+    if not args.only or "lagging" in args.only:
+        plain = [timed(tool_cmd("pstitch", deferred, ["--no-inline"]))[0] for _ in range(args.runs)]
+        lagged = [r[2] for r in rows if r[0] == "lagging"][0]
+        lag_budget = lagged / statistics.median(plain)
+
+    print()
+    print(f"{'case':<10} {'perf 7.2':>10} {'pstitch':>10} {'ratio':>8} {'target':>7} {'perf RSS':>10} {'pstitch RSS':>12}  output")
+    for name, tp, ts, rp, rs, same in rows:
+        ratio = tp / ts
+        target = TARGETS[name]
+        met = ratio >= target and rs <= rp
+        ok &= met
+        print(f"{name:<10} {tp:>9.2f}s {ts:>9.2f}s {ratio:>7.1f}x {target:>6.0f}x {rp / 1024:>8.0f}MB {rs / 1024:>10.0f}MB  "
+              f"{'identical' if same else 'DIFFERENT'}{'' if met else '  (target missed)'}")
+    if lag_budget is not None:
+        print(f"\npstitch on the lagging variant takes {lag_budget:.2f}x the time of the same file without lag (budget 1.5x)")
+        ok &= lag_budget <= 1.5
+    print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
