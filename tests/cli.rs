@@ -136,3 +136,53 @@ fn man_pages_render_and_document_every_option() {
         assert!(page.contains(o), "{o} is not documented in man/pstitch-script.1");
     }
 }
+
+/// A cpu-clock recording with callchains, built by hand: `chains` become the
+/// samples' callchains (tid 7, 1 ms apart).
+pub fn with_callchains(chains: &[&[u64]]) -> Vec<u8> {
+    let p = Put(Endian::Little);
+    let mut attr = Vec::new();
+    p.u32(&mut attr, 1);
+    p.u32(&mut attr, 128);
+    p.u64(&mut attr, 0);
+    p.u64(&mut attr, 1000);
+    p.u64(&mut attr, st::IP | st::TID | st::TIME | st::CALLCHAIN | st::PERIOD);
+    attr.resize(128, 0);
+    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let mut data = Vec::new();
+    for (i, chain) in chains.iter().enumerate() {
+        p.header(&mut data, kind::SAMPLE, 1, (8 + 40 + 8 * chain.len()) as u16);
+        p.u64(&mut data, 0xffffffff81000000 + i as u64);
+        p.u32(&mut data, 7);
+        p.u32(&mut data, 7);
+        p.u64(&mut data, 1_000_000_000 + i as u64 * 1_000_000);
+        p.u64(&mut data, 1000); // PERIOD comes before CALLCHAIN
+        p.u64(&mut data, chain.len() as u64);
+        for ip in chain.iter() {
+            p.u64(&mut data, *ip);
+        }
+    }
+    FileWriter { endian: Endian::Little, attrs: vec![AttrEntry { raw: attr, ids: vec![1] }], data, features: vec![] }.to_bytes()
+}
+
+#[test]
+fn unknown_context_markers_empty_the_callchain() {
+    // perf resets the callchain at a context marker it does not know (here
+    // PERF_CONTEXT_GUEST) and prints the sample with an empty callchain;
+    // the expected text is perf-ref's output for this file.
+    const KERNEL: u64 = -128i64 as u64;
+    const GUEST: u64 = -2048i64 as u64;
+    let dir = std::env::temp_dir().join(format!("pstitch-ctx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ctx.data");
+    std::fs::write(&file, with_callchains(&[&[KERNEL, 0xffffffff81000010, GUEST, 0x400000], &[KERNEL, 0xffffffff81000020]])).unwrap();
+    let out = pstitch().args(["script", "-F", "tid,time,ip", "-i"]).arg(&file).output().unwrap();
+    if std::env::var_os("PSTITCH_KEEP").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "      7     1.000000: \n\n      7     1.001000: \n\tffffffff81000020\n\n"
+    );
+}

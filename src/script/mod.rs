@@ -441,7 +441,8 @@ impl<W: Write> Script<W> {
 
     /// perf's `thread__resolve_callchain_sample` (callee order, no LBR):
     /// context markers switch the address space; an unknown marker discards
-    /// the whole chain (then perf prints the sample's ip on one line).
+    /// what was resolved so far and ends the chain (perf resets its cursor
+    /// and stops without an error, so an empty callchain is printed).
     fn resolve_callchain(&mut self, tid: i32, chain: impl Iterator<Item = u64>) -> bool {
         self.frames.clear();
         let mut mode = CpuMode::User;
@@ -457,7 +458,7 @@ impl<W: Write> Script<W> {
                     context::USER | context::USER_DEFERRED => CpuMode::User,
                     _ => {
                         self.frames.clear();
-                        return false;
+                        return true;
                     }
                 };
                 continue;
