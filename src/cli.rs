@@ -320,7 +320,7 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
     if !pipe {
         if let Err(e) = script.check_output(&evlist) {
             eprintln!("{}", e.0);
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     }
     let mut session = Session::new(input.records(), evlist, features, pipe);

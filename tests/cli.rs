@@ -186,3 +186,21 @@ fn unknown_context_markers_empty_the_callchain() {
         "      7     1.000000: \n\n      7     1.001000: \n\tffffffff81000020\n\n"
     );
 }
+
+#[test]
+fn field_errors_say_what_perf_says() {
+    // Messages as perf-ref (perf 7.2) prints them for tests/golden/c-threads.
+    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/c-threads");
+    for (fields, message) in [
+        ("cpu", "Samples for 'cpu-clock' event do not have CPU attribute set. Cannot print 'cpu' field."),
+        ("comm,+tid", "Cannot mix +-field with overridden fields"),
+        ("symoff", "Display of offsets requested but symbol is notselected."),
+        ("sw:trace", "'trace' not valid for software events."),
+        ("srcline", "Display of source line number requested but sample IP is not\nselected. Hence, no address to lookup the source line number."),
+    ] {
+        let out = pstitch().current_dir(&case).args(["script", "-i", "perf.data", "-F", fields]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "-F {fields}");
+        assert!(out.stdout.is_empty(), "-F {fields}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end(), message, "-F {fields}");
+    }
+}
