@@ -19,15 +19,22 @@ fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
-fn fold(text: &[u8]) -> BTreeMap<String, u64> {
-    let mut out = Vec::new();
-    Folder::default().collapse(text, &mut out).expect("collapse");
+/// The folded stacks, or `None` if inferno cannot read the text (it asserts
+/// on outputs without event names, such as `-F dso`).
+fn fold(text: &[u8]) -> Option<BTreeMap<String, u64>> {
+    let text = text.to_vec();
+    let out = std::panic::catch_unwind(move || {
+        let mut out = Vec::new();
+        Folder::default().collapse(&text[..], &mut out).expect("collapse");
+        out
+    })
+    .ok()?;
     let mut m = BTreeMap::new();
     for line in String::from_utf8_lossy(&out).lines() {
         let (stack, n) = line.rsplit_once(' ').expect("folded line");
         *m.entry(stack.to_string()).or_default() += n.parse::<u64>().expect("count");
     }
-    m
+    Some(m)
 }
 
 fn without_root(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
@@ -41,6 +48,8 @@ fn without_root(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 
 #[test]
 fn folded_stacks_match_perfs() {
+    // inferno reports its own assertion failures through the panic hook.
+    std::panic::set_hook(Box::new(|_| {}));
     let pending: Vec<String> = std::fs::read_to_string(golden().join("pending.txt"))
         .unwrap_or_default()
         .lines()
@@ -77,7 +86,11 @@ fn folded_stacks_match_perfs() {
                 .args(args.split_whitespace())
                 .output()
                 .unwrap();
-            let (mut e, mut a) = (fold(&expected), fold(&out.stdout));
+            let Some(mut e) = fold(&expected) else { continue };
+            let Some(mut a) = fold(&out.stdout) else {
+                failures.push(format!("{id}: inferno cannot read pstitch's output but reads perf's"));
+                continue;
+            };
             if deviates {
                 e = without_root(&e);
                 a = without_root(&a);
