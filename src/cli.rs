@@ -217,6 +217,32 @@ fn human(v: f64) -> String {
     }
 }
 
+/// `-v`: what was read, on stderr (perf's `perf report -D`-style counts).
+fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::deferred::StitchStats) {
+    use crate::perf_data::record::kind;
+    let total: u64 = st.by_type.values().sum();
+    eprintln!("pstitch: {name}: {total} records");
+    for (t, n) in &st.by_type {
+        eprintln!("  {:>20}: {n}", kind::name(*t));
+    }
+    let extra = [
+        ("records for unknown event ids", st.nr_unknown_id),
+        ("records of unknown types", st.nr_unknown_type),
+        ("records queued after their round was flushed", st.nr_unordered),
+        ("events lost (PERF_RECORD_LOST)", st.lost_events),
+        ("samples lost (PERF_RECORD_LOST_SAMPLES)", st.lost_samples),
+    ];
+    for (what, n) in extra.iter().filter(|(_, n)| *n > 0) {
+        eprintln!("  {what}: {n}");
+    }
+    if stitch.held > 0 || stitch.deferred_records > 0 {
+        eprintln!(
+            "  deferred callchains: {} samples held (at most {} at once), {} merged, {} unmerged, {} unstitched; {} deferred records, {} matched nothing",
+            stitch.held, stitch.peak_held, stitch.merged, stitch.unmerged, stitch.flushed, stitch.deferred_records, stitch.unmatched_records
+        );
+    }
+}
+
 /// The filters that need no knowledge of the input.
 fn parse_filters(args: &ScriptArgs, f: &mut Filters) -> Result<(), String> {
     if let Some(c) = &args.comms {
@@ -331,6 +357,9 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
     let flushed = script.flush();
     for w in &session.warnings {
         eprintln!("pstitch: {name}: warning: {w}");
+    }
+    if args.verbose > 0 {
+        print_stats(&name, &session.stats, &script.stitch_stats());
     }
     let st = script.stitch_stats();
     if st.flushed + st.unmerged + st.unmatched_records > 0 {
