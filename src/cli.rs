@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::input::Input;
 use crate::script::filter::{self, Filters};
+use crate::script::header;
 use crate::script::{DEFAULT_MAX_STACK, Script, ScriptOptions};
 use crate::session::Session;
 use crate::symbols::{SymbolConfig, Symbolizer};
@@ -129,6 +130,19 @@ pub struct ScriptArgs {
     /// Print MMAP and MMAP2 records.
     #[arg(long = "show-mmap-events")]
     pub show_mmap_events: bool,
+
+    /// Print the perf.data header information before the samples.
+    #[arg(long = "header")]
+    pub header: bool,
+
+    /// Print only the perf.data header information.
+    #[arg(long = "header-only")]
+    pub header_only: bool,
+
+    /// With --header: also print the features perf shows only in full
+    /// (CPU/NUMA/memory topology, caches, ...).
+    #[arg(short = 'I', long = "show-info")]
+    pub show_info: bool,
 
     /// Say more on standard error.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
@@ -304,6 +318,12 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         }
     };
     let (evlist, features, warnings) = input.take_header();
+    if args.header || args.header_only {
+        let code = print_header_info(args, &path, &input, &evlist, &features);
+        if code.is_some() || args.header_only {
+            return code.unwrap_or(ExitCode::SUCCESS);
+        }
+    }
     if let Some(t) = &args.time {
         // Percentages are of the span perf record stored in SAMPLE_TIME.
         let (first, last) = features
@@ -353,9 +373,24 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
     if let Some(mut p) = ProgressLine::for_terminal(&name) {
         session.set_progress(move |pr| p.update(pr));
     }
-    let result = session.run(&mut script);
+    let mut feature_warnings = Vec::new();
+    let result = if pipe && (args.header || args.show_info) {
+        // perf prints pipe-mode features as they arrive.
+        let mut tool = header::WithFeatures {
+            inner: &mut script,
+            flush: |s: &mut Script<_>| s.flush(),
+            out: std::io::stdout(),
+            stream: header::FeatureStream::new(args.show_info, header::Pmus::system()),
+            warnings: Vec::new(),
+        };
+        let r = session.run(&mut tool);
+        feature_warnings = tool.warnings;
+        r
+    } else {
+        session.run(&mut script)
+    };
     let flushed = script.flush();
-    for w in &session.warnings {
+    for w in feature_warnings.iter().chain(&session.warnings) {
         eprintln!("pstitch: {name}: warning: {w}");
     }
     if args.verbose > 0 {
@@ -382,6 +417,44 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
             let _ = std::io::stderr().flush();
             eprintln!("pstitch: {name}: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--header` / `--header-only`: prints the header information perf prints
+/// right after opening the input. `Some(code)` if the run must stop here
+/// with an error.
+fn print_header_info(
+    args: &ScriptArgs,
+    path: &std::path::Path,
+    input: &Input,
+    evlist: &crate::perf_data::evlist::Evlist,
+    features: &crate::perf_data::features::Features,
+) -> Option<ExitCode> {
+    // perf prints the input's mtime (fstat of the open file; stdin for "-").
+    let meta = if path == std::path::Path::new("-") { std::fs::metadata("/proc/self/fd/0") } else { std::fs::metadata(path) };
+    let mtime = meta.ok().map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.mtime()
+    });
+    let mut text = Vec::new();
+    match input.info.as_ref() {
+        Some(info) => {
+            let pmus = header::Pmus::system();
+            let warnings = header::print_file_info(&mut text, mtime, &info.header, features, evlist, args.show_info, &pmus);
+            for w in warnings {
+                eprintln!("pstitch: {}: warning: {w}", path.display());
+            }
+        }
+        None => header::print_pipe_info(&mut text, mtime),
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(&text).and_then(|_| out.flush()) {
+        Ok(()) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("pstitch: writing output: {e}");
+            Some(ExitCode::FAILURE)
         }
     }
 }

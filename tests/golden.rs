@@ -18,6 +18,10 @@
 //! perf-ref printed for the same thread at the same time in the original,
 //! non-deferred recording (`<case>/fields-ns.out`).
 //!
+//! Variants with `--header`/`--header-only` print perf.data's mtime: the
+//! harness pins it (HEADER_MTIME) and runs pstitch with TZ=UTC, as
+//! make-golden.sh does for perf-ref.
+//!
 //! Usage: `cargo test --test golden [-- FILTER]` (FILTER: substring of
 //! `case/variant`). On a mismatch the first differing lines are shown.
 
@@ -121,7 +125,12 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
 fn run(case: &Path, variant: &str) -> Result<usize, String> {
     let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).map_err(|e| e.to_string())?;
     let expected = std::fs::read(case.join(format!("{variant}.out"))).map_err(|e| e.to_string())?;
-    let output = Command::new(env!("CARGO_BIN_EXE_pstitch"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pstitch"));
+    if args.split_whitespace().any(|a| a == "--header" || a == "--header-only") {
+        pin_mtime(&case.join("perf.data"))?;
+        cmd.env("TZ", "UTC");
+    }
+    let output = cmd
         .current_dir(case)
         .env("PERF_BUILDID_DIR", "/nonexistent")
         .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
@@ -143,6 +152,21 @@ fn run(case: &Path, variant: &str) -> Result<usize, String> {
     }
     msg += &first_difference(&String::from_utf8_lossy(&expected), &String::from_utf8_lossy(&output.stdout));
     Err(msg)
+}
+
+/// The instant `--header` variants see as perf.data's modification time
+/// ("captured on", printed in local time; run with TZ=UTC), as
+/// tests/fixtures/make-golden.sh sets it for perf-ref: 2026-01-01 00:00:00 UTC.
+const HEADER_MTIME: u64 = 1_767_225_600;
+
+fn pin_mtime(path: &Path) -> Result<(), String> {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(HEADER_MTIME);
+    let file = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .or_else(|_| std::fs::File::open(path))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.set_modified(when).map_err(|e| format!("cannot set the mtime of {}: {e}", path.display()))
 }
 
 /// A short report of where two texts first differ.

@@ -13,6 +13,7 @@ mod events;
 pub mod fields;
 pub mod filter;
 pub mod format;
+pub mod header;
 
 use std::io::Write;
 use std::rc::Rc;

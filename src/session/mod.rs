@@ -61,6 +61,12 @@ pub trait Tool {
     /// Tracing data (HEADER_TRACING_DATA payload) arrived in the stream.
     fn tracing_data(&mut self, _data: &[u8]) {}
 
+    /// A HEADER_FEATURE record (pipe mode) arrived, after the session
+    /// stored its payload: feature id `bit` and its payload.
+    fn feature(&mut self, _ctx: &Context<'_>, _bit: u64, _payload: &[u8]) -> Result<()> {
+        Ok(())
+    }
+
     /// All records were delivered (the queue is flushed).
     fn finish(&mut self, _ctx: &Context<'_>) -> Result<()> {
         Ok(())
@@ -287,8 +293,9 @@ impl<'a> Session<'a> {
                     self.warn_once("feature", format!("truncated feature record at offset {offset:#x}"));
                     return Ok(());
                 };
+                let payload = &body[8..];
                 if let Ok(bit) = u32::try_from(feat) {
-                    self.features.insert(bit, body[8..].to_vec());
+                    self.features.insert(bit, payload.to_vec());
                     if bit == crate::perf_data::features::feat::EVENT_DESC {
                         for (i, desc) in self.features.event_desc().into_iter().enumerate() {
                             if let Some(ev) = self.evlist.evsels.get_mut(i) {
@@ -297,6 +304,8 @@ impl<'a> Session<'a> {
                         }
                     }
                 }
+                let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: e };
+                tool.feature(&ctx, feat, payload)?;
             }
             kind::HEADER_TRACING_DATA => {
                 let payload = bytes.get(header.size as usize..).unwrap_or(&[]);
