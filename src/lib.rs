@@ -17,3 +17,4 @@ pub mod perf_data;
 pub mod script;
 pub mod session;
 pub mod symbols;
+pub mod tracepoint;

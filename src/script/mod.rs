@@ -24,6 +24,7 @@ use crate::perf_data::sample::Sample;
 use crate::perf_data::{Error, Result};
 use crate::session::{Context, Event, Tool};
 use crate::symbols::{Symbol, Symbolizer};
+use crate::tracepoint::TracingData;
 
 use fields::{IpOpts, OutputFields, f, output_type};
 
@@ -81,6 +82,11 @@ pub struct Script<W: Write> {
     ip_opts: [IpOpts; fields::NR_TYPES],
     name_width: Option<usize>,
     frames: Vec<Frame>,
+    /// Event formats from the tracing data, for tracepoint samples.
+    tracing: Option<TracingData>,
+    /// perf resolves `%pS` in trace output only when the tracing data was
+    /// known before processing began (file mode), not from a pipe.
+    trace_resolver: bool,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -99,7 +105,30 @@ impl<W: Write> Script<W> {
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
             frames: Vec::new(),
+            tracing: None,
+            trace_resolver: false,
         }
+    }
+
+    /// Takes the tracing data (TRACING_DATA feature section in file mode,
+    /// HEADER_TRACING_DATA payload in pipe mode).
+    pub fn load_tracing_data(&mut self, bytes: &[u8], pipe: bool) -> std::result::Result<(), crate::tracepoint::TracingDataError> {
+        let td = TracingData::parse(bytes)?;
+        self.tracing = Some(td);
+        self.trace_resolver = !pipe;
+        self.name_width = None;
+        Ok(())
+    }
+
+    /// The event name perf prints: tracepoint events not named by the file
+    /// are `system:name` from the tracing data.
+    fn event_name(&self, ev: &crate::perf_data::evlist::Evsel) -> String {
+        if ev.name.is_none() && ev.attr.type_ == event_type::TRACEPOINT {
+            if let Some(n) = self.tracing.as_ref().and_then(|t| t.event_name(ev.attr.config)) {
+                return n;
+            }
+        }
+        ev.name()
     }
 
     /// perf's `perf_session__check_output_opt`, for file mode: check each
@@ -118,7 +147,8 @@ impl<W: Write> Script<W> {
                 continue;
             };
             if t.fields != 0 {
-                self.opts.fields.check_attr(&ev.attr, &ev.name(), false)?;
+                let name = self.event_name(ev);
+                self.opts.fields.check_attr(&ev.attr, &name, false)?;
             }
             let t = &mut self.opts.fields.types[ty];
             if t.fields & f::DSOFF != 0 {
@@ -158,7 +188,10 @@ impl<W: Write> Script<W> {
     }
 
     fn name_width(&mut self, evlist: &Evlist) -> usize {
-        *self.name_width.get_or_insert_with(|| evlist.max_name_len())
+        if self.name_width.is_none() {
+            self.name_width = Some(evlist.evsels.iter().map(|e| self.event_name(e).len()).max().unwrap_or(0));
+        }
+        self.name_width.unwrap_or(0)
     }
 
     /// Prints one sample.
@@ -181,8 +214,14 @@ impl<W: Write> Script<W> {
         }
         if fields & f::EVNAME != 0 {
             let width = self.name_width(evlist);
-            format::pad_left(&mut self.buf, ev.name().as_bytes(), width);
+            let name = self.event_name(ev);
+            format::pad_left(&mut self.buf, name.as_bytes(), width);
             self.buf.extend_from_slice(b": ");
+        }
+        if fields & f::TRACE != 0 {
+            if let Some(raw) = s.raw {
+                self.print_trace(attr, raw);
+            }
         }
         if fields & f::ADDR != 0 {
             format::hex(&mut self.buf, s.addr, 16);
@@ -217,6 +256,26 @@ impl<W: Write> Script<W> {
         }
         self.buf.push(b'\n');
         self.maybe_flush()
+    }
+
+    /// perf's `event_format__fprintf` for a tracepoint sample's raw data.
+    fn print_trace(&mut self, attr: &Attr, raw: &[u8]) {
+        if attr.type_ != event_type::TRACEPOINT {
+            return;
+        }
+        let Script { tracing, machine, symbolizer, buf, trace_resolver, .. } = self;
+        let Some(td) = tracing.as_mut() else { return };
+        if td.event_for_config(attr.config).is_none() {
+            return;
+        }
+        // perf's machine__resolve_kernel_addr: the kernel symbol and its start.
+        let mut resolve = |addr: u64| {
+            let map = machine.kernel_maps.find(addr).copied()?;
+            let sym = symbolizer.find_symbol(&machine.dsos, &map, addr)?;
+            Some((sym.name.clone(), map.unmap_ip(sym.start)))
+        };
+        let resolver: Option<crate::tracepoint::Resolver<'_>> = if *trace_resolver { Some(&mut resolve) } else { None };
+        td.print(buf, raw, resolver);
     }
 
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
@@ -513,6 +572,13 @@ impl<W: Write> Tool for Script<W> {
         self.ip_opts[ty] = IpOpts::from_fields(self.opts.fields.types[ty].fields);
         self.checked[ty] = true;
         Ok(())
+    }
+
+    /// perf's `perf_event__process_tracing_data` (pipe mode).
+    fn tracing_data(&mut self, data: &[u8]) {
+        if let Err(e) = self.load_tracing_data(data, true) {
+            eprintln!("pstitch: tracing data: {e}");
+        }
     }
 }
 
