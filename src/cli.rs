@@ -158,6 +158,10 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
                 eprintln!("pstitch: {name}: tracing data: {e}");
             }
         }
+        if let Err(e) = script.check_tracepoint_formats(&evlist) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
         if let Err(e) = script.check_output(&evlist) {
             eprintln!("{}", e.0);
             return ExitCode::FAILURE;

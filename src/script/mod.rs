@@ -120,6 +120,18 @@ impl<W: Write> Script<W> {
         Ok(())
     }
 
+    /// perf's `evlist__prepare_tracepoint_events` when reading a file header:
+    /// every tracepoint event needs its format in the tracing data, else
+    /// perf refuses the file.
+    pub fn check_tracepoint_formats(&self, evlist: &Evlist) -> std::result::Result<(), String> {
+        for ev in evlist.evsels.iter().filter(|e| e.attr.type_ == event_type::TRACEPOINT) {
+            if self.tracing.as_ref().and_then(|t| t.event_for_config(ev.attr.config)).is_none() {
+                return Err("incompatible file format (rerun with -v to learn more)".to_string());
+            }
+        }
+        Ok(())
+    }
+
     /// The event name perf prints: tracepoint events not named by the file
     /// are `system:name` from the tracing data.
     fn event_name(&self, ev: &crate::perf_data::evlist::Evsel) -> String {

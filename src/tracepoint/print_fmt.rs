@@ -135,10 +135,16 @@ fn child(arg: &mut Arg, side: Side) -> Option<&mut Arg> {
     }
 }
 
+/// How deep expressions may nest. libtraceevent has no limit but C's stack;
+/// kernel formats nest a dozen levels. Deeper input fails the event instead
+/// of overflowing the stack.
+const MAX_DEPTH: u32 = 256;
+
 struct Parser<'l, 'a> {
     lx: &'l mut Lexer<'a>,
     ev: &'l Event,
     long_size: u32,
+    depth: u32,
 }
 
 impl Parser<'_, '_> {
@@ -154,6 +160,17 @@ impl Parser<'_, '_> {
 
     /// `process_arg_token`.
     fn arg_token(&mut self, arg: &mut Arg, tok: String, ty: Tok) -> Token {
+        if self.depth >= MAX_DEPTH {
+            self.fail_event();
+            return err();
+        }
+        self.depth += 1;
+        let r = self.arg_token_inner(arg, tok, ty);
+        self.depth -= 1;
+        r
+    }
+
+    fn arg_token_inner(&mut self, arg: &mut Arg, tok: String, ty: Tok) -> Token {
         match ty {
             Tok::Item => {
                 if tok == "REC" {
@@ -192,6 +209,17 @@ impl Parser<'_, '_> {
 
     /// `process_op`: `tok` is the operator just read after `arg`.
     fn op(&mut self, arg: &mut Arg, tok: String) -> Token {
+        if self.depth >= MAX_DEPTH {
+            self.fail_event();
+            return err();
+        }
+        self.depth += 1;
+        let r = self.op_inner(arg, tok);
+        self.depth -= 1;
+        r
+    }
+
+    fn op_inner(&mut self, arg: &mut Arg, tok: String) -> Token {
         let unary = matches!(arg, Arg::Op { left: None, .. });
         let (ty, t, side);
         if unary {
@@ -783,7 +811,7 @@ fn arg_eval(arg: &Arg) -> Option<String> {
 /// does not parse.
 pub fn read_print(lx: &mut Lexer<'_>, event: &mut Event, long_size: u32) {
     let result = {
-        let mut p = Parser { lx, ev: event, long_size };
+        let mut p = Parser { lx, ev: event, long_size, depth: 0 };
         read_print_inner(&mut p)
     };
     match result {
@@ -1116,6 +1144,42 @@ mod tests {
             ]
         );
         assert_eq!(p[3].ls, 1);
+    }
+
+    #[test]
+    fn deep_nesting_fails_instead_of_overflowing() {
+        let deep = format!("\"%d\", {}REC->a{}", "(".repeat(20000), ")".repeat(20000));
+        assert!(event(&deep).failed());
+        let long = format!("\"%d\", REC->a{}", " - 1".repeat(20000));
+        assert!(event(&long).failed());
+        let unary = format!("\"%d\", {}REC->a", "-".repeat(20000));
+        assert!(event(&unary).failed());
+        // Realistic depth still parses.
+        let ok = format!("\"%d\", {}REC->a{}", "(".repeat(40), ")".repeat(40));
+        assert!(!event(&ok).failed());
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let samples = [
+            "", "\"", "\"%", "\"%*\"", "\"%*d\", 1", "\"%p\"", "\"%s\", __get_str(", "\"x\", ?", "\"x\", : :",
+            "\"x\", REC->", "\"x\", (REC)", "\"x\", ((((", "\"x\", ))))", "\"x\", [1]", "\"x\", REC->a[",
+            "\"x\", __print_flags(", "\"x\", __print_symbolic(REC->a, {", "\"x\", sizeof(", "\"x\", sizeof(REC->arr)",
+            "\"x\", __print_hex(REC->a,", "\"x\", __print_array(REC->a, 2, 4)", "\"x\", \"a\" \"b\" \"c",
+            "\"%-+ #0123456789.123456789lllhhLzZd\", 1", "\"x\", 1 ? 2 : 3 ? 4 : 5", "\"x\", (int)(char)(void *)",
+        ];
+        for s in samples {
+            let _ = event(s);
+        }
+        // Every byte value at every position of a real format.
+        let base = "\"a=%d s=%s\", REC->a ? (long)REC->b : -1, __print_flags(REC->a, \"|\", {1, \"A\"})";
+        for i in 0..base.len() {
+            for b in [b'(', b')', b',', b'"', b'%', b'\\', 0u8, 0xff, b'{', b'}', b'?', b':'] {
+                let mut v = base.as_bytes().to_vec();
+                v[i] = b;
+                let _ = event(&String::from_utf8_lossy(&v));
+            }
+        }
     }
 
     #[test]
