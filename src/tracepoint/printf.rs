@@ -28,11 +28,20 @@ struct Spec {
     conv: u8,
 }
 
-fn parse_spec(spec: &[u8], star: Option<i32>) -> Option<Spec> {
+/// A spec glibc does not accept: what it prints instead.
+enum Parsed {
+    Ok(Spec),
+    /// Unknown conversion character: glibc prints `%`, the flags, width and
+    /// precision it parsed and the character (length modifiers dropped),
+    /// then the rest of the format as text.
+    Unknown(Vec<u8>),
+}
+
+fn parse_spec(spec: &[u8], star: Option<i32>) -> Parsed {
     let mut s = Spec::default();
     let mut i = 1;
     if spec.first() != Some(&b'%') {
-        return None;
+        return Parsed::Unknown(spec.to_vec());
     }
     let mut star = star;
     let at = |i: usize| spec.get(i).copied().unwrap_or(0);
@@ -106,23 +115,56 @@ fn parse_spec(spec: &[u8], star: Option<i32>) -> Option<Spec> {
         _ => {}
     }
     s.conv = at(i);
-    if i + 1 != spec.len() || !matches!(s.conv, b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b's') {
-        return None;
+    if !matches!(s.conv, b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b's') || i + 1 != spec.len() {
+        if i >= spec.len() {
+            return Parsed::Unknown(spec.to_vec());
+        }
+        let mut out = vec![b'%'];
+        if s.alt {
+            out.push(b'#');
+        }
+        if s.plus {
+            out.push(b'+');
+        } else if s.space {
+            out.push(b' ');
+        }
+        if s.left {
+            out.push(b'-');
+        }
+        if s.zero {
+            out.push(b'0');
+        }
+        if let Some(w) = s.width.filter(|&w| w != 0) {
+            out.extend_from_slice(w.to_string().as_bytes());
+        }
+        if let Some(p) = s.prec {
+            out.extend_from_slice(format!(".{p}").as_bytes());
+        }
+        out.push(s.conv);
+        out.extend_from_slice(&spec[i + 1..]);
+        return Parsed::Unknown(out);
     }
     // Widths beyond what glibc would format are not worth honouring.
     if s.width.is_some_and(|w| w > 1 << 20) || s.prec.is_some_and(|p| p > 1 << 20) {
-        return None;
+        return Parsed::Unknown(spec.to_vec());
     }
-    Some(s)
+    Parsed::Ok(s)
 }
 
 /// Appends what `printf(spec, [star,] arg)` prints.
 pub fn format(out: &mut Vec<u8>, spec: &[u8], star: Option<i32>, arg: CArg<'_>) {
-    let Some(s) = parse_spec(spec, star) else {
-        out.extend_from_slice(spec);
-        return;
+    let s = match parse_spec(spec, star) {
+        Parsed::Ok(s) => s,
+        Parsed::Unknown(text) => {
+            out.extend_from_slice(&text);
+            return;
+        }
     };
     match s.conv {
+        // Wide strings: perf passes narrow ones, whose bytes read as wide
+        // characters are not ASCII, so the conversion fails and prints
+        // nothing (an empty string prints as empty anyway).
+        b's' if s.len == 1 => {}
         b's' => {
             let bytes = match arg {
                 CArg::Str(b) => b,
@@ -141,7 +183,16 @@ pub fn format(out: &mut Vec<u8>, spec: &[u8], star: Option<i32>, arg: CArg<'_>) 
                 CArg::Long(v) => v,
                 CArg::Str(_) => 0,
             };
-            pad(out, &s, b"", &[v as u8], false);
+            if s.len == 1 {
+                // %lc: a wint_t; in the C locale only ASCII converts, anything
+                // else fails and prints nothing.
+                let wc = v as u32;
+                if wc < 0x80 {
+                    pad(out, &s, b"", &[wc as u8], false);
+                }
+            } else {
+                pad(out, &s, b"", &[v as u8], false);
+            }
         }
         _ => {
             let raw: i64 = match arg {
@@ -276,8 +327,14 @@ mod tests {
     }
 
     #[test]
-    fn odd_specs_are_copied() {
-        assert_eq!(p("%l-5d", None, CArg::Int(1)), "%l-5d");
+    fn odd_specs_print_like_glibc() {
+        // Unknown conversion: flags/width/precision rebuilt, length dropped.
+        assert_eq!(p("%0hlx", None, CArg::Int(1)), "%0lx");
+        assert_eq!(p("%l-5d", None, CArg::Int(1)), "%-5d");
+        assert_eq!(p("%5.3.2d", None, CArg::Int(1)), "%5.3.2d");
         assert_eq!(p("%99999999d", None, CArg::Int(1)), "%99999999d");
+        assert_eq!(p("%lc", None, CArg::Long(0x41)), "A");
+        assert_eq!(p("%lc", None, CArg::Long(0x1200000)), "");
+        assert_eq!(p("%ls", None, CArg::Str(b"abc")), "");
     }
 }
