@@ -364,6 +364,15 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
     let mut script = Script::new(opts, symbolizer, stdout.lock());
     let pipe = input.pipe;
     if !pipe {
+        if let Some(td) = features.get(crate::perf_data::features::feat::TRACING_DATA) {
+            if let Err(e) = script.load_tracing_data(td, false) {
+                eprintln!("pstitch: {name}: tracing data: {e}");
+            }
+        }
+        if let Err(e) = script.check_tracepoint_formats(&evlist) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
         if let Err(e) = script.check_output(&evlist) {
             eprintln!("{}", e.0);
             return ExitCode::from(2);

@@ -18,3 +18,4 @@ pub mod perf_data;
 pub mod script;
 pub mod session;
 pub mod symbols;
+pub mod tracepoint;

@@ -29,6 +29,7 @@ use crate::perf_data::{Error, Result};
 use crate::session::deferred::{StitchStats, Stitcher};
 use crate::session::{Context, Event, Tool};
 use crate::symbols::{Symbol, Symbolizer};
+use crate::tracepoint::TracingData;
 
 use fields::{IpOpts, OutputFields, f, output_type};
 
@@ -126,6 +127,11 @@ pub struct Script<W: Write> {
     merged: Vec<u64>,
     endian: crate::perf_data::bytes::Endian,
     filters: filter::Filters,
+    /// Event formats from the tracing data, for tracepoint samples.
+    tracing: Option<TracingData>,
+    /// perf resolves `%pS` in trace output only when the tracing data was
+    /// known before processing began (file mode), not from a pipe.
+    trace_resolver: bool,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -149,7 +155,42 @@ impl<W: Write> Script<W> {
             merged: Vec::new(),
             endian: crate::perf_data::bytes::Endian::NATIVE,
             filters,
+            tracing: None,
+            trace_resolver: false,
         }
+    }
+
+    /// Takes the tracing data (TRACING_DATA feature section in file mode,
+    /// HEADER_TRACING_DATA payload in pipe mode).
+    pub fn load_tracing_data(&mut self, bytes: &[u8], pipe: bool) -> std::result::Result<(), crate::tracepoint::TracingDataError> {
+        let td = TracingData::parse(bytes)?;
+        self.tracing = Some(td);
+        self.trace_resolver = !pipe;
+        self.name_width = None;
+        Ok(())
+    }
+
+    /// perf's `evlist__prepare_tracepoint_events` when reading a file header:
+    /// every tracepoint event needs its format in the tracing data, else
+    /// perf refuses the file.
+    pub fn check_tracepoint_formats(&self, evlist: &Evlist) -> std::result::Result<(), String> {
+        for ev in evlist.evsels.iter().filter(|e| e.attr.type_ == event_type::TRACEPOINT) {
+            if self.tracing.as_ref().and_then(|t| t.event_for_config(ev.attr.config)).is_none() {
+                return Err("incompatible file format (rerun with -v to learn more)".to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// The event name perf prints: tracepoint events not named by the file
+    /// are `system:name` from the tracing data.
+    fn event_name(&self, ev: &crate::perf_data::evlist::Evsel) -> String {
+        if ev.name.is_none() && ev.attr.type_ == event_type::TRACEPOINT {
+            if let Some(n) = self.tracing.as_ref().and_then(|t| t.event_name(ev.attr.config)) {
+                return n;
+            }
+        }
+        ev.name()
     }
 
     /// perf's `perf_session__check_output_opt`, for file mode: check each
@@ -168,7 +209,8 @@ impl<W: Write> Script<W> {
                 continue;
             };
             if t.fields != 0 {
-                self.opts.fields.check_attr(&ev.attr, &ev.name(), false)?;
+                let name = self.event_name(ev);
+                self.opts.fields.check_attr(&ev.attr, &name, false)?;
             }
             let t = &mut self.opts.fields.types[ty];
             if t.fields & f::DSOFF != 0 {
@@ -208,7 +250,10 @@ impl<W: Write> Script<W> {
     }
 
     fn name_width(&mut self, evlist: &Evlist) -> usize {
-        *self.name_width.get_or_insert_with(|| evlist.max_name_len())
+        if self.name_width.is_none() {
+            self.name_width = Some(evlist.evsels.iter().map(|e| self.event_name(e).len()).max().unwrap_or(0));
+        }
+        self.name_width.unwrap_or(0)
     }
 
     /// Prints one sample.
@@ -242,8 +287,14 @@ impl<W: Write> Script<W> {
         }
         if fields & f::EVNAME != 0 {
             let width = self.name_width(evlist);
-            format::pad_left(&mut self.buf, ev.name().as_bytes(), width);
+            let name = self.event_name(ev);
+            format::pad_left(&mut self.buf, name.as_bytes(), width);
             self.buf.extend_from_slice(b": ");
+        }
+        if fields & f::TRACE != 0 {
+            if let Some(raw) = s.raw {
+                self.print_trace(attr, raw);
+            }
         }
         if fields & f::ADDR != 0 {
             format::hex(&mut self.buf, s.addr, 16);
@@ -360,6 +411,26 @@ impl<W: Write> Script<W> {
     /// What happened to deferred callchains.
     pub fn stitch_stats(&self) -> StitchStats {
         self.stitcher.stats
+    }
+
+    /// perf's `event_format__fprintf` for a tracepoint sample's raw data.
+    fn print_trace(&mut self, attr: &Attr, raw: &[u8]) {
+        if attr.type_ != event_type::TRACEPOINT {
+            return;
+        }
+        let Script { tracing, machine, symbolizer, buf, trace_resolver, .. } = self;
+        let Some(td) = tracing.as_mut() else { return };
+        if td.event_for_config(attr.config).is_none() {
+            return;
+        }
+        // perf's machine__resolve_kernel_addr: the kernel symbol and its start.
+        let mut resolve = |addr: u64| {
+            let map = machine.kernel_maps.find(addr).copied()?;
+            let sym = symbolizer.find_symbol(&machine.dsos, &map, addr)?;
+            Some((sym.name.clone(), map.unmap_ip(sym.start)))
+        };
+        let resolver: Option<crate::tracepoint::Resolver<'_>> = if *trace_resolver { Some(&mut resolve) } else { None };
+        td.print(buf, raw, resolver);
     }
 
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
@@ -723,6 +794,13 @@ impl<W: Write> Tool for Script<W> {
         self.ip_opts[ty] = IpOpts::from_fields(self.opts.fields.types[ty].fields);
         self.checked[ty] = true;
         Ok(())
+    }
+
+    /// perf's `perf_event__process_tracing_data` (pipe mode).
+    fn tracing_data(&mut self, data: &[u8]) {
+        if let Err(e) = self.load_tracing_data(data, true) {
+            eprintln!("pstitch: tracing data: {e}");
+        }
     }
 }
 
