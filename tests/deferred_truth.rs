@@ -41,8 +41,13 @@ fn parse_output(text: &str) -> Vec<(Key, Vec<u64>)> {
             out.last_mut().expect("frame after a sample").1.push(ip);
             continue;
         }
+        // Comms may contain spaces: the pid/tid word ends them.
         let words: Vec<&str> = line.split_whitespace().collect();
-        let tid: i64 = words[1].rsplit('/').next().unwrap().parse().expect("tid");
+        let pidtid = words
+            .iter()
+            .find(|w| w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok()))
+            .expect("pid/tid");
+        let tid: i64 = pidtid.rsplit('/').next().unwrap().parse().expect("tid");
         let time = words.iter().find(|w| w.ends_with(':') && w.contains('.')).expect("time").trim_end_matches(':');
         out.push(((tid, time.to_string()), Vec::new()));
     }

@@ -76,18 +76,39 @@ fn comms_at_sample_time(original: &Path) -> Result<BTreeMap<(String, String), St
     Ok(m)
 }
 
-/// `(comm, rest, tid, time)` of a sample line: its first word, what follows
-/// it, and the tid and time found in the rest.
-fn split_sample_line(line: &str) -> Option<(&str, &str, String, String)> {
-    let t = line.trim_start();
-    let (comm, rest) = t.split_once(char::is_whitespace)?;
-    let rest = rest.trim_start();
-    let mut words = rest.split_whitespace();
-    let first = words.next()?;
+/// `(comm, rest, tid, time)` of a sample line whose comm is known to end
+/// where `rest` begins: the tid is the first word of the rest (`tid` or
+/// `pid/tid`), the time the first `secs.frac:` word.
+fn split_at_rest(line: &str, rest_len: usize) -> Option<(&str, &str, String, String)> {
+    let cut = line.len().checked_sub(rest_len)?;
+    let (comm, rest) = line.split_at(cut);
+    let first = rest.split_whitespace().next()?;
     let tid = first.rsplit('/').next()?.to_string();
     tid.parse::<i64>().ok()?;
     let time = rest.split_whitespace().find(|w| w.ends_with(':') && w.contains('.'))?.trim_end_matches(':').to_string();
-    Some((comm, rest, tid, time))
+    Some((comm.trim(), rest, tid, time))
+}
+
+/// A sample line of a `comm pid/tid ... time:` output (comms may contain
+/// spaces, so the `pid/tid` word marks where the comm ends).
+fn split_sample_line(line: &str) -> Option<(&str, &str, String, String)> {
+    let at = line.match_indices(char::is_whitespace).map(|(i, _)| i + 1).find(|&i| {
+        let w = line[i..].split_whitespace().next().unwrap_or("");
+        w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok())
+    })?;
+    split_at_rest(line, line.len() - at)
+}
+
+/// Length of the longest common suffix of two lines that starts with
+/// whitespace (the part after the comm).
+fn common_rest(x: &str, y: &str) -> usize {
+    let n = x.bytes().rev().zip(y.bytes().rev()).take_while(|(a, b)| a == b).count();
+    let tail = &x[x.len() - n..];
+    // Back off to the last whitespace so the rest starts at a separator.
+    match tail.find(char::is_whitespace) {
+        Some(i) => n - i,
+        None => 0,
+    }
 }
 
 /// Checks that `actual` differs from `expected` only by the declared
@@ -105,12 +126,10 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
             continue;
         }
         let bad = |why: &str| format!("line {}: {why}\n - {x}\n + {y}", i + 1);
-        let (Some((_, rest_x, tid, time)), Some((comm_y, rest_y, _, _))) = (split_sample_line(x), split_sample_line(y)) else {
-            return Err(bad("differs and is not a sample line"));
+        let rest = common_rest(x, y);
+        let (Some((_, _, tid, time)), Some((comm_y, _, _, _))) = (split_at_rest(x, rest), split_at_rest(y, rest)) else {
+            return Err(bad("differs in more than the comm of a sample line"));
         };
-        if rest_x != rest_y {
-            return Err(bad("differs in more than the comm"));
-        }
         let at_sample_time = comms.iter().find(|((t, ns), _)| *t == tid && ns.starts_with(&time)).map(|(_, c)| c.as_str());
         if at_sample_time != Some(comm_y) {
             return Err(bad(&format!("comm is not the one the thread had at sample time ({at_sample_time:?})")));
