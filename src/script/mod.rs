@@ -318,7 +318,7 @@ impl<W: Write> Script<W> {
     /// Adds the line(s) for one callchain address: the inline chain when
     /// perf would show one, else the symbol.
     fn push_frames(&mut self, tid: i32, mode: CpuMode, ip: u64) {
-        let map = self.machine.find_map(tid, mode, ip);
+        let map = self.find_map(tid, mode, ip);
         let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&self.machine.dsos, m, ip));
         if self.symbolizer.config.inline {
             if let (Some(m), Some(s)) = (map.as_ref(), sym.as_ref()) {
@@ -333,6 +333,17 @@ impl<W: Write> Script<W> {
             }
         }
         self.frames.push(Frame { ip, map, sym, inlined: false });
+    }
+
+    /// perf's `thread__find_map`: a kernel map is loaded when first used,
+    /// which resizes it to its symbols.
+    fn find_map(&mut self, tid: i32, mode: CpuMode, ip: u64) -> Option<Map> {
+        let map = self.machine.find_map(tid, mode, ip)?;
+        if self.machine.kernel_map_unloaded(&map) {
+            let range = self.symbolizer.kernel_map_range(&self.machine.dsos, map.dso);
+            return Some(self.machine.fixup_kernel_map(&map, range));
+        }
+        Some(map)
     }
 
     /// perf's `sample__fprintf_callchain`.
@@ -364,7 +375,7 @@ impl<W: Write> Script<W> {
 
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
     fn print_ip_line(&mut self, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
-        let map = self.machine.find_map(tid, mode, ip);
+        let map = self.find_map(tid, mode, ip);
         let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&self.machine.dsos, m, ip));
         let addr = map.map(|m| m.map_ip(ip)).unwrap_or(ip);
         if opts.ip {

@@ -3,12 +3,28 @@
 //!
 //! Interface used by [`crate::script`]; all lookups are cached here per
 //! (dso, address), and every DSO's symbols and DWARF are loaded once, lazily.
+//!
+//! | piece | perf | here |
+//! |---|---|---|
+//! | finding the file, `.symtab`/`.dynsym`, PLT | `dso__load`, `symbol-elf.c` | [`load`] |
+//! | symbol order, ends, aliases | `symbol.c` | [`symtab`] |
+//! | kernel symbols | `dso__load_kallsyms` | [`kallsyms`] |
+//! | names | `demangle_sym` | [`demangle`] |
 
-use std::path::PathBuf;
+pub mod demangle;
+pub mod elf;
+pub mod kallsyms;
+pub mod load;
+pub mod symtab;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::machine::{Dsos, Map};
+use crate::machine::{DsoKind, Dsos, Map};
 use crate::perf_data::features::BuildIdEntry;
+
+use load::{Loaded, Search};
 
 /// Where and how to look for symbols.
 #[derive(Debug, Clone, Default)]
@@ -40,28 +56,148 @@ pub struct InlineEntry {
     /// True when the name differs from the ELF symbol's (perf prints
     /// `(inlined)` instead of the dso then).
     pub inlined: bool,
+    /// `file:line` of this entry (the call site for callers).
+    pub srcline: Rc<str>,
+}
+
+/// What perf knows about one DSO once it tried to load it.
+struct DsoState {
+    loaded: Loaded,
+    kernel: bool,
+    long_name: Rc<str>,
+    short_name: Rc<str>,
 }
 
 pub struct Symbolizer {
     pub config: SymbolConfig,
-    build_ids: Vec<BuildIdEntry>,
+    build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    dsos: Vec<Option<DsoState>>,
 }
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
-        Symbolizer { config, build_ids: Vec::new() }
+        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new() }
     }
 
     /// The BUILD_ID table of the input (file mode: a feature section; pipe
     /// mode: HEADER_BUILD_ID records).
     pub fn set_build_ids(&mut self, entries: Vec<BuildIdEntry>) {
-        self.build_ids = entries;
+        for e in entries {
+            self.build_ids.insert(e.filename, e.build_id);
+        }
+    }
+
+    /// perf uses `<symfs>/.debug` as the build-id cache when a symfs is
+    /// given (`symbol__config_symfs`).
+    fn buildid_dir(&self) -> Option<PathBuf> {
+        match &self.config.symfs {
+            Some(s) => {
+                let mut p = s.as_os_str().to_owned();
+                p.push("/.debug");
+                Some(PathBuf::from(p))
+            }
+            None => self.config.buildid_dir.clone(),
+        }
+    }
+
+    fn state(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> &mut DsoState {
+        let i = id as usize;
+        if self.dsos.len() <= i {
+            self.dsos.resize_with(i + 1, || None);
+        }
+        if self.dsos[i].is_none() {
+            let st = self.load(dsos, id);
+            self.dsos[i] = Some(st);
+        }
+        self.dsos[i].as_mut().expect("just loaded")
+    }
+
+    fn load(&self, dsos: &Dsos, id: crate::machine::DsoId) -> DsoState {
+        let dso = dsos.get(id);
+        let long_name = dso.name.clone();
+        let short_name: Rc<str> = match long_name.rfind('/') {
+            Some(p) if dso.kind != DsoKind::Kernel => long_name[p + 1..].into(),
+            _ => long_name.clone(),
+        };
+        let bid = dso.build_id.clone().or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
+        let symfs = self.config.symfs.as_deref();
+        let bdir = self.buildid_dir();
+        let search = Search { symfs, buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
+        let mut kernel = false;
+        let loaded = match dso.kind {
+            DsoKind::Kernel => {
+                kernel = true;
+                let mut l = Loaded::default();
+                if let Some(path) = self.kallsyms_path(bid.as_deref()) {
+                    if let Ok(data) = std::fs::read(&path) {
+                        let rr = dso.ref_reloc.as_ref().map(|(n, a)| (&**n, *a));
+                        if let Some(t) = kallsyms::load(&data, rr) {
+                            l.syms = t;
+                        }
+                    }
+                }
+                l
+            }
+            DsoKind::KernelModule => {
+                kernel = true;
+                Loaded::default()
+            }
+            DsoKind::Anon | DsoKind::NoDso => {
+                if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+                    Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
+                } else {
+                    Loaded::default()
+                }
+            }
+            DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo => {
+                if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+                    Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
+                } else {
+                    load::load_user_dso(&long_name, bid.as_deref(), dso.kind == DsoKind::Vdso, &search)
+                }
+            }
+        };
+        DsoState { loaded, kernel, long_name, short_name }
+    }
+
+    /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
+    /// symfs) /proc/kallsyms when the build-id matches the running kernel or
+    /// is unknown, else a kallsyms copy in the build-id cache.
+    fn kallsyms_path(&self, bid: Option<&[u8]>) -> Option<PathBuf> {
+        if let Some(k) = &self.config.kallsyms {
+            return Some(k.clone());
+        }
+        if self.config.symfs.is_some() {
+            return None;
+        }
+        let Some(bid) = bid else { return Some(PathBuf::from("/proc/kallsyms")) };
+        let host = std::fs::read("/sys/kernel/notes").ok().and_then(|d| notes_build_id(&d));
+        if host.as_deref().is_some_and(|h| load::build_id_equal(bid, h)) {
+            return Some(PathBuf::from("/proc/kallsyms"));
+        }
+        let dir = self.buildid_dir()?;
+        let h: String = bid.iter().map(|b| format!("{b:02x}")).collect();
+        let base = dir.join("[kernel.kallsyms]").join(&h);
+        let new = base.join("kallsyms");
+        if new.exists() {
+            return Some(new);
+        }
+        base.exists().then_some(base)
+    }
+
+    /// Loads a kernel DSO and returns the range its map takes afterwards
+    /// (first symbol's start, last symbol's end), if it has symbols.
+    pub fn kernel_map_range(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> Option<(u64, u64)> {
+        let st = self.state(dsos, dso);
+        let syms = &st.loaded.syms.syms;
+        Some((syms.first()?.start, syms.last()?.end))
     }
 
     /// The symbol containing runtime address `addr` of `map`.
-    pub fn find_symbol(&mut self, _dsos: &Dsos, _map: &Map, _addr: u64) -> Option<Symbol> {
-        let _ = &self.build_ids;
-        None
+    pub fn find_symbol(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<Symbol> {
+        let st = self.state(dsos, map.dso);
+        let rel = map.map_ip(addr);
+        st.loaded.syms.find(rel).map(|s| Symbol { name: s.name.clone(), start: s.start, end: s.end })
     }
 
     /// perf's inline list for a callchain address (empty: print `sym` alone).
@@ -69,8 +205,39 @@ impl Symbolizer {
         Rc::from(Vec::new())
     }
 
-    /// The source line perf prints for `addr`, or `None` when unknown.
-    pub fn srcline(&mut self, _dsos: &Dsos, _map: &Map, _addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
-        None
+    /// The source line perf prints for `addr` (`map__fprintf_srcline`), or
+    /// `None` when perf prints nothing.
+    pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
+        let st = self.state(dsos, map.dso);
+        let rel = map.map_ip(addr);
+        let objdump = rip_2objdump(st, rel);
+        let _ = (&st.long_name, st.kernel);
+        Some(format!("{}[{:x}]", st.short_name, objdump).into())
     }
+}
+
+/// perf's `map__rip_2objdump` for user DSOs and kallsyms.
+fn rip_2objdump(st: &DsoState, rel: u64) -> u64 {
+    if !st.loaded.adjust_symbols {
+        return rel;
+    }
+    rel.wrapping_add(st.loaded.text_offset)
+}
+
+/// perf's `sysfs__read_build_id` on /sys/kernel/notes.
+fn notes_build_id(d: &[u8]) -> Option<Vec<u8>> {
+    let mut off = 0;
+    let rd = |o: usize| -> Option<u32> { Some(u32::from_ne_bytes(d.get(o..o + 4)?.try_into().ok()?)) };
+    while off + 12 <= d.len() {
+        let (namesz, descsz, ntype) = (rd(off)? as usize, rd(off + 4)? as usize, rd(off + 8)?);
+        let a = |n: usize| (n + 3) & !3;
+        let name = d.get(off + 12..off + 12 + a(namesz))?;
+        let desc_off = off + 12 + a(namesz);
+        if ntype == 3 && namesz == 4 && name.starts_with(b"GNU\0") {
+            let n = a(descsz).min(20);
+            return d.get(desc_off..desc_off + n).map(<[u8]>::to_vec);
+        }
+        off = desc_off + a(descsz);
+    }
+    None
 }
