@@ -66,6 +66,8 @@ struct Frame {
     map: Option<Map>,
     sym: Option<Symbol>,
     inlined: bool,
+    /// An inline-list entry's own `file:line` (perf's `node->srcline`).
+    srcline: Option<Rc<str>>,
 }
 
 /// The `perf script` tool: keeps the machine current and prints samples.
@@ -326,13 +328,13 @@ impl<W: Write> Script<W> {
                 if !inlines.is_empty() {
                     for e in inlines.iter() {
                         let sym = Symbol { name: e.name.clone(), start: s.start, end: s.end };
-                        self.frames.push(Frame { ip, map: Some(*m), sym: Some(sym), inlined: e.inlined });
+                        self.frames.push(Frame { ip, map: Some(*m), sym: Some(sym), inlined: e.inlined, srcline: Some(e.srcline.clone()) });
                     }
                     return;
                 }
             }
         }
-        self.frames.push(Frame { ip, map, sym, inlined: false });
+        self.frames.push(Frame { ip, map, sym, inlined: false, srcline: None });
     }
 
     /// perf's `thread__find_map`: a kernel map is loaded when first used,
@@ -363,7 +365,13 @@ impl<W: Write> Script<W> {
                 self.dsoname(fr.map.as_ref(), opts.dsoff, addr);
             }
             if opts.srcline {
-                self.srcline(fr.map.as_ref(), fr.ip, fr.sym.as_ref());
+                match &fr.srcline {
+                    Some(line) => {
+                        self.buf.extend_from_slice(b"\n  ");
+                        self.buf.extend_from_slice(line.as_bytes());
+                    }
+                    None => self.srcline(fr.map.as_ref(), fr.ip, None),
+                }
             }
             if fr.inlined {
                 self.buf.extend_from_slice(b" (inlined)");

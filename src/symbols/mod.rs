@@ -11,6 +11,7 @@
 //! | kernel symbols | `dso__load_kallsyms` | [`kallsyms`] |
 //! | names | `demangle_sym` | [`demangle`] |
 
+pub mod a2l;
 pub mod demangle;
 pub mod elf;
 pub mod kallsyms;
@@ -66,7 +67,21 @@ struct DsoState {
     kernel: bool,
     long_name: Rc<str>,
     short_name: Rc<str>,
+    /// The file addr2line would run on has a `.debug_line` section
+    /// (`None`: not checked yet).
+    has_debug_line: Option<bool>,
+    /// The addr2line "process" (perf's `dso->a2l`).
+    a2l: Option<a2l::Session>,
+    /// perf's `dso->has_srcline` and `dso->a2l_fails`.
+    has_srcline: bool,
+    a2l_fails: u32,
+    /// perf's `dso->inlined_nodes`, by objdump address.
+    inlines: HashMap<u64, Rc<[InlineEntry]>>,
 }
+
+/// perf gives up on a DSO's source lines after this many failures in a row
+/// (`A2L_FAIL_LIMIT`).
+const A2L_FAIL_LIMIT: u32 = 123;
 
 pub struct Symbolizer {
     pub config: SymbolConfig,
@@ -157,7 +172,7 @@ impl Symbolizer {
                 }
             }
         };
-        DsoState { loaded, kernel, long_name, short_name }
+        DsoState { loaded, kernel, long_name, short_name, has_debug_line: None, a2l: None, has_srcline: true, a2l_fails: 0, inlines: HashMap::new() }
     }
 
     /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
@@ -200,20 +215,109 @@ impl Symbolizer {
         st.loaded.syms.find(rel).map(|s| Symbol { name: s.name.clone(), start: s.start, end: s.end })
     }
 
-    /// perf's inline list for a callchain address (empty: print `sym` alone).
-    pub fn inlines(&mut self, _dsos: &Dsos, _map: &Map, _addr: u64, _sym: &Symbol) -> Rc<[InlineEntry]> {
-        Rc::from(Vec::new())
+    /// perf's inline list for a callchain address (empty: print `sym`
+    /// alone): `append_inlines` / `dso__parse_addr_inlines`, cached per
+    /// (dso, address) like perf's `inlined_nodes`.
+    pub fn inlines(&mut self, dsos: &Dsos, map: &Map, addr: u64, sym: &Symbol) -> Rc<[InlineEntry]> {
+        let demangle = self.config.demangle;
+        let full = self.config.full_source_path;
+        let st = self.state(dsos, map.dso);
+        let objdump = rip_2objdump(st, map.map_ip(addr));
+        if let Some(v) = st.inlines.get(&objdump) {
+            return v.clone();
+        }
+        let mut out = Vec::new();
+        if let Some(records) = a2l_query(st, objdump) {
+            for r in &records {
+                let (func, file, line) = perf_record(r);
+                let mut name: Rc<str> = func.into();
+                if demangle && !st.kernel {
+                    if let Some(d) = demangle::demangle(&name) {
+                        name = d.into();
+                    }
+                }
+                let inlined = *name != *sym.name;
+                if !inlined {
+                    name = sym.name.clone();
+                }
+                out.push(InlineEntry { name, inlined, srcline: srcline_from_fileline(&file, line, full) });
+            }
+        }
+        let v: Rc<[InlineEntry]> = out.into();
+        st.inlines.insert(objdump, v.clone());
+        v
     }
 
-    /// The source line perf prints for `addr` (`map__fprintf_srcline`), or
-    /// `None` when perf prints nothing.
+    /// The source line perf prints for `addr` (`map__fprintf_srcline`:
+    /// `__get_srcline` with its fallback `dso[addr]`), or `None` when perf
+    /// prints nothing.
     pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
+        let full = self.config.full_source_path;
         let st = self.state(dsos, map.dso);
-        let rel = map.map_ip(addr);
-        let objdump = rip_2objdump(st, rel);
-        let _ = (&st.long_name, st.kernel);
+        let objdump = rip_2objdump(st, map.map_ip(addr));
+        if st.has_srcline {
+            if let Some(records) = a2l_query(st, objdump) {
+                let (_, file, line) = perf_record(&records[0]);
+                st.a2l_fails = 0;
+                return Some(srcline_from_fileline(&file, line, full));
+            }
+            st.a2l_fails += 1;
+            if st.a2l_fails > A2L_FAIL_LIMIT {
+                st.has_srcline = false;
+                st.a2l = None;
+            }
+        }
         Some(format!("{}[{:x}]", st.short_name, objdump).into())
     }
+}
+
+/// perf's `srcline_dso_name`: the file addr2line runs on.
+fn srcline_dso_name(st: &DsoState) -> Option<PathBuf> {
+    if let Some(p) = &st.loaded.symsrc {
+        return Some(p.clone());
+    }
+    let n = &*st.long_name;
+    if n.starts_with('[') || is_perf_pid_map_name(n) {
+        return None;
+    }
+    Some(PathBuf::from(n))
+}
+
+fn is_perf_pid_map_name(n: &str) -> bool {
+    n.strip_prefix("/tmp/perf-").and_then(|r| r.strip_suffix(".map")).is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// perf's `cmd__addr2line`: `None` when addr2line has nothing (or cannot
+/// run: no `.debug_line`), else its records for `addr`.
+fn a2l_query(st: &mut DsoState, addr: u64) -> Option<Vec<a2l::Record>> {
+    let path = srcline_dso_name(st)?;
+    if st.a2l.is_none() {
+        let has = *st.has_debug_line.get_or_insert_with(|| elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some()));
+        if !has {
+            return None;
+        }
+        st.a2l = Some(a2l::Session::new(elf::Elf::open(&path)?));
+    }
+    st.a2l.as_mut()?.query(addr)
+}
+
+/// What perf makes of one addr2line record (`read_addr2line_record`,
+/// `filename_split`): function (trimmed), file, line.
+fn perf_record(r: &a2l::Record) -> (String, String, u32) {
+    let func = r.function.as_deref().unwrap_or("??").trim().to_string();
+    let file = r.file.as_deref().unwrap_or("??");
+    let text = if r.line != 0 { format!("{file}:{}", r.line) } else { format!("{file}:?") };
+    // The first ':' splits, whatever the file name contains.
+    let (f, rest) = text.split_once(':').unwrap_or((&text, ""));
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let line = digits.parse::<u64>().map(|v| v as u32).unwrap_or(0);
+    (func, f.to_string(), line)
+}
+
+/// perf's `srcline_from_fileline`.
+fn srcline_from_fileline(file: &str, line: u32, full: bool) -> Rc<str> {
+    let f = if full { file } else { file.rsplit('/').next().unwrap_or(file) };
+    format!("{f}:{line}").into()
 }
 
 /// perf's `map__rip_2objdump` for user DSOs and kallsyms.

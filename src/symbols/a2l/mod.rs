@@ -1,0 +1,183 @@
+//! An in-process stand-in for the `addr2line -e FILE -a -i -f` process
+//! that perf 7.2 talks to for source lines and inline frames (perf-ref has
+//! no usable libdw for symfs files, so it falls back to binutils'
+//! addr2line, 2.47). The answers follow `bfd/dwarf2.c`, `bfd/elf.c` and
+//! `binutils/addr2line.c`, including their state: once `addr2line` has
+//! resolved the name of a function that has no linkage name, that name
+//! sticks (see [`Session::query`]). One session per DSO, like perf's one
+//! process per DSO.
+
+pub mod bfd;
+pub mod dwarf;
+pub mod lines;
+pub mod reader;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::symbols::elf::Elf;
+use bfd::{BfdFile, FoundFn, Section};
+use dwarf::{Dwarf, Sections, DW_TAG_INLINED_SUBROUTINE};
+use lines::LineHit;
+
+/// One output record of addr2line: function, `file:line` (`None` print as
+/// `??`, line 0 as `?`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub function: Option<Rc<str>>,
+    pub file: Option<Rc<str>>,
+    pub line: u32,
+}
+
+/// The part of a lookup that does not depend on addr2line's state.
+#[derive(Clone)]
+struct Core {
+    unit: Option<usize>,
+    func: Option<u32>,
+    line: Option<LineHit>,
+    fun: Option<FoundFn>,
+}
+
+pub struct Session {
+    bfd: BfdFile,
+    dwarf: Option<Dwarf>,
+    cache: HashMap<u64, Option<(Section, Core)>>,
+}
+
+fn load_sections(elf: &Elf) -> Option<Sections> {
+    let get = |name: &str| -> Option<Rc<[u8]>> {
+        let (_, s) = elf.section_by_name(name)?;
+        if s.sh_type == crate::symbols::elf::SHT_NOBITS {
+            return None;
+        }
+        elf.data(s).map(|d| Rc::from(&d[..]))
+    };
+    let info = get(".debug_info")?;
+    let empty: Rc<[u8]> = Rc::from(&[][..]);
+    let ranges = get(".debug_ranges");
+    let rnglists = get(".debug_rnglists");
+    Some(Sections {
+        info,
+        abbrev: get(".debug_abbrev").unwrap_or_else(|| empty.clone()),
+        line: get(".debug_line").unwrap_or_else(|| empty.clone()),
+        str: get(".debug_str").unwrap_or_else(|| empty.clone()),
+        line_str: get(".debug_line_str").unwrap_or_else(|| empty.clone()),
+        has_ranges: ranges.is_some(),
+        has_rnglists: rnglists.is_some(),
+        ranges: ranges.unwrap_or_else(|| empty.clone()),
+        rnglists: rnglists.unwrap_or_else(|| empty.clone()),
+        addr: get(".debug_addr").unwrap_or_else(|| empty.clone()),
+        str_offsets: get(".debug_str_offsets").unwrap_or(empty),
+    })
+}
+
+impl Session {
+    pub fn new(elf: Elf) -> Session {
+        let le = elf.little_endian;
+        let dwarf = load_sections(&elf).map(|s| Dwarf::new(s, le));
+        Session { bfd: BfdFile::new(elf), dwarf, cache: HashMap::new() }
+    }
+
+    /// The state-independent part of `find_nearest_line` for `pc` in `sec`.
+    fn core(&mut self, sec: &Section, pc: u64) -> Core {
+        let offset = pc.wrapping_sub(sec.vma);
+        let mut core = Core { unit: None, func: None, line: None, fun: None };
+        let do_line = !sec.code && self.bfd.symbol_at(sec, offset);
+        if let (Some(d), false) = (self.dwarf.as_mut(), do_line) {
+            for ui in d.candidate_units(pc) {
+                let ui = ui as usize;
+                if !d.maybe_decode(ui) {
+                    continue;
+                }
+                let func = d.lookup_function(ui, pc);
+                let line = d.lookup_line(ui, pc);
+                if func.is_some() || line.is_some() {
+                    core.unit = Some(ui);
+                    core.func = func;
+                    core.line = line;
+                    break;
+                }
+            }
+        }
+        core.fun = self.bfd.find_function(sec, offset);
+        core
+    }
+
+    /// `_bfd_elf_find_nearest_line` for one section: `None` if nothing is
+    /// known; else the first record and where the inline chain starts.
+    fn nearest_line(&mut self, sec: &Section, core: &Core) -> Option<(Record, Option<(usize, u32)>)> {
+        let Some(d) = self.dwarf.as_mut() else {
+            // No DWARF: the ELF symbol and its STT_FILE name, line 0.
+            let f = core.fun.as_ref()?;
+            return Some((Record { function: Some(f.name.clone()), file: f.file.clone(), line: 0 }, None));
+        };
+        let mut found = core.func.is_some() || core.line.is_some();
+        let mut file = core.line.as_ref().and_then(|l| l.file.clone());
+        let line = core.line.as_ref().map(|l| l.line).unwrap_or(0);
+        let mut name = None;
+        let mut chain = None;
+        match (core.unit, core.func) {
+            (Some(ui), Some(fi)) if d.func(ui, fi).is_linkage => {
+                name = d.func(ui, fi).name.clone();
+            }
+            _ => {
+                let fun = core.fun.as_ref();
+                if let Some(f) = fun {
+                    name = Some(f.name.clone());
+                    if file.is_none() {
+                        file = f.file.clone();
+                    }
+                    found = true;
+                }
+                if let (Some(ui), Some(fi)) = (core.unit, core.func) {
+                    let func = d.func_mut(ui, fi);
+                    match fun {
+                        None => name = func.name.clone(),
+                        Some(f) if f.value == func.aranges.first_low() => func.name = name.clone(),
+                        Some(_) => {}
+                    }
+                    func.is_linkage = true;
+                }
+            }
+        }
+        if let (Some(ui), Some(fi)) = (core.unit, core.func) {
+            if d.func(ui, fi).tag == DW_TAG_INLINED_SUBROUTINE {
+                chain = Some((ui, fi));
+            }
+        }
+        let _ = sec;
+        found.then_some((Record { function: name, file, line }, chain))
+    }
+
+    /// What `addr2line -a -i -f` prints for `pc`: `None` for `??`/`??:0`,
+    /// else the first record and the inline callers, innermost first.
+    pub fn query(&mut self, pc: u64) -> Option<Vec<Record>> {
+        let secs: Vec<Section> = self.bfd.sections.iter().filter(|s| pc >= s.vma && pc < s.vma.wrapping_add(s.size)).copied().collect();
+        for sec in secs {
+            let key = pc;
+            let core = match self.cache.get(&key) {
+                Some(Some((s, c))) if s.index == sec.index => c.clone(),
+                _ => {
+                    let c = self.core(&sec, pc);
+                    self.cache.insert(key, Some((sec, c.clone())));
+                    c
+                }
+            };
+            let Some((first, chain)) = self.nearest_line(&sec, &core) else { continue };
+            let mut out = vec![first];
+            if let (Some((ui, mut fi)), Some(d)) = (chain, self.dwarf.as_ref()) {
+                loop {
+                    let f = d.func(ui, fi);
+                    if f.caller == u32::MAX {
+                        break;
+                    }
+                    let caller = d.func(ui, f.caller);
+                    out.push(Record { function: caller.name.clone(), file: f.caller_file.clone(), line: f.caller_line });
+                    fi = f.caller;
+                }
+            }
+            return Some(out);
+        }
+        None
+    }
+}
