@@ -19,9 +19,68 @@ pub fn demangle(name: &str) -> Option<String> {
     java(name)
 }
 
-/// `abi::__cxa_demangle`: `_Z` encodings, `_GLOBAL_[._$][ID]_` constructors
-/// and destructors, and bare type encodings (a symbol named `i` is "int").
+/// `abi::__cxa_demangle`, which perf calls: the C++ runtime's own
+/// demangler when one can be loaded (exact), else an approximation.
 fn cxx(name: &str) -> Option<String> {
+    match cxa::demangle(name) {
+        Some(r) => r,
+        None => cxx_fallback(name),
+    }
+}
+
+/// The C++ runtime's `__cxa_demangle`, looked up once with `dlopen`.
+mod cxa {
+    use std::ffi::{CStr, CString, c_char, c_int};
+    use std::sync::OnceLock;
+
+    type CxaDemangle = unsafe extern "C" fn(*const c_char, *mut c_char, *mut usize, *mut c_int) -> *mut c_char;
+
+    fn function() -> Option<CxaDemangle> {
+        static F: OnceLock<Option<usize>> = OnceLock::new();
+        let addr = *F.get_or_init(|| {
+            for lib in [c"libstdc++.so.6", c"libc++abi.so.1", c"libc++.so.1"] {
+                // SAFETY: plain dlopen/dlsym of a well-known C++ runtime; the
+                // handle is kept for the life of the process.
+                unsafe {
+                    let h = libc::dlopen(lib.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+                    if h.is_null() {
+                        continue;
+                    }
+                    let f = libc::dlsym(h, c"__cxa_demangle".as_ptr());
+                    if !f.is_null() {
+                        return Some(f as usize);
+                    }
+                }
+            }
+            None
+        });
+        // SAFETY: the address is `__cxa_demangle`, whose C signature this is.
+        addr.map(|a| unsafe { std::mem::transmute::<usize, CxaDemangle>(a) })
+    }
+
+    /// `Some(result)` when the runtime demangler is available.
+    pub fn demangle(name: &str) -> Option<Option<String>> {
+        let f = function()?;
+        let Ok(c) = CString::new(name) else { return Some(None) };
+        let mut status: c_int = 0;
+        // SAFETY: `c` is NUL-terminated; a NULL buffer asks the runtime to
+        // malloc the result, which is freed below.
+        unsafe {
+            let out = f(c.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), &mut status);
+            if out.is_null() {
+                return Some(None);
+            }
+            let s = CStr::from_ptr(out).to_string_lossy().into_owned();
+            libc::free(out.cast());
+            Some(Some(s))
+        }
+    }
+}
+
+/// Without a C++ runtime: `_Z` encodings through cpp_demangle,
+/// `_GLOBAL_[._$][ID]_` constructors and destructors, and bare builtin type
+/// encodings (a symbol named `i` is "int").
+fn cxx_fallback(name: &str) -> Option<String> {
     let b = name.as_bytes();
     if b.starts_with(b"_Z") {
         let sym = Symbol::new(b).ok()?;
@@ -31,7 +90,7 @@ fn cxx(name: &str) -> Option<String> {
     if b.len() > 11 && b.starts_with(b"_GLOBAL_") && matches!(b[8], b'.' | b'_' | b'$') && matches!(b[9], b'D' | b'I') && b[10] == b'_' {
         let rest = &name[11..];
         let what = if b[9] == b'I' { "global constructors keyed to " } else { "global destructors keyed to " };
-        let inner = cxx(rest).unwrap_or_else(|| rest.to_string());
+        let inner = cxx_fallback(rest).unwrap_or_else(|| rest.to_string());
         return Some(format!("{what}{inner}"));
     }
     builtin_type(name).map(str::to_string)
@@ -251,6 +310,25 @@ mod tests {
         assert_eq!(demangle("main"), None);
         assert_eq!(demangle("__sort<int>"), None);
         assert_eq!(demangle("operator()"), None);
+    }
+
+    #[test]
+    fn fallback_without_runtime() {
+        assert_eq!(cxx_fallback("_ZN3sim5World6energyEv").as_deref(), Some("sim::World::energy()"));
+        assert_eq!(cxx_fallback("i").as_deref(), Some("int"));
+        assert_eq!(cxx_fallback("_GLOBAL__I_foo").as_deref(), Some("global constructors keyed to foo"));
+        assert_eq!(cxx_fallback("main"), None);
+    }
+
+    #[test]
+    fn runtime_demangler_quirks() {
+        // With the C++ runtime present, libiberty's spelling is used.
+        if cxa::demangle("i").is_some() {
+            assert_eq!(
+                demangle("_ZNSt10_Head_baseILm0ERKiLb0EE7_M_headERS2_").as_deref(),
+                Some("std::_Head_base<0ul, int const&, false>::_M_head(std::_Head_base<0ul, int const&, false>&)")
+            );
+        }
     }
 
     #[test]
