@@ -39,9 +39,17 @@ pub struct BfdFile {
     /// Function-like symbols per section index, by section offset
     /// (symbol table order among equal offsets).
     cands: HashMap<usize, Vec<Cand>>,
-    /// (section index, offset) of every non-section symbol, for the
-    /// "symbol at this exact address" test on non-code sections.
-    exact: HashMap<(usize, u64), ()>,
+    /// The symbol binutils picks at an exact (section index, offset) for
+    /// non-code sections: the first global one, else the last one (name,
+    /// is a function).
+    exact: HashMap<(usize, u64), (Rc<str>, bool, bool)>,
+}
+
+/// A symbol found at an exact address of a non-code section.
+#[derive(Debug, Clone)]
+pub struct ExactSym {
+    pub name: Rc<str>,
+    pub function: bool,
 }
 
 impl BfdFile {
@@ -69,7 +77,7 @@ impl BfdFile {
         let mut state = State::Nothing;
         let mut file: Option<Rc<str>> = None;
         let mut cands: HashMap<usize, Vec<Cand>> = HashMap::new();
-        let mut exact = HashMap::new();
+        let mut exact: HashMap<(usize, u64), (Rc<str>, bool, bool)> = HashMap::new();
         for s in syms.iter().skip(1) {
             let typ = s.typ();
             if typ == elf::STT_FILE {
@@ -89,7 +97,20 @@ impl BfdFile {
             let Some(sec) = elf.sections.get(shndx) else { continue };
             let value = if relative { s.st_value.wrapping_sub(sec.sh_addr) } else { s.st_value };
             if typ != elf::STT_SECTION {
-                exact.insert((shndx, value), ());
+                let global = s.bind() == elf::STB_GLOBAL;
+                let function = typ == elf::STT_FUNC || typ == elf::STT_GNU_IFUNC;
+                let e = exact.entry((shndx, value));
+                match e {
+                    std::collections::hash_map::Entry::Occupied(mut o) => {
+                        // Keep going after local symbols, stop at a global.
+                        if !o.get().2 {
+                            o.insert((String::from_utf8_lossy(s.name).into(), function, global));
+                        }
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert((String::from_utf8_lossy(s.name).into(), function, global));
+                    }
+                }
             }
             if matches!(typ, elf::STT_SECTION | elf::STT_OBJECT | elf::STT_TLS | 5) {
                 continue;
@@ -137,9 +158,9 @@ impl BfdFile {
         Some(FoundFn { name: best.name.clone(), value: best.code_off.wrapping_add(sec.vma), file: best.file.clone() })
     }
 
-    /// A symbol sits exactly at `offset` of `sec` (binutils then looks the
+    /// The symbol at exactly `offset` of `sec` (binutils then looks the
     /// address up as a symbol, for non-code sections).
-    pub fn symbol_at(&self, sec: &Section, offset: u64) -> bool {
-        self.exact.contains_key(&(sec.index, offset))
+    pub fn symbol_at(&self, sec: &Section, offset: u64) -> Option<ExactSym> {
+        self.exact.get(&(sec.index, offset)).map(|(n, f, _)| ExactSym { name: n.clone(), function: *f })
     }
 }

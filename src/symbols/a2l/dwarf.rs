@@ -98,11 +98,30 @@ struct Lookup {
     high: u64,
 }
 
+/// A variable with a static address (binutils' `varinfo` with `stack`
+/// false); only these can match a symbol lookup.
+#[derive(Debug, Clone)]
+pub struct Var {
+    pub name: Option<Rc<str>>,
+    pub file: Option<Rc<str>>,
+    pub line: u32,
+    pub addr: u64,
+}
+
 #[derive(Default)]
 pub struct Decoded {
     pub lines: LineTable,
     pub funcs: Vec<Func>,
+    /// In binutils' list order (last DIE first).
+    pub vars: Vec<Var>,
     lookup: Option<Vec<Lookup>>,
+}
+
+/// Declaration coordinates collected by `find_abstract_instance`.
+#[derive(Default)]
+struct Decl {
+    file: Option<Rc<str>>,
+    line: u32,
 }
 
 pub struct Unit {
@@ -125,18 +144,26 @@ pub struct Unit {
     /// Line table decoded (binutils' `line_table != NULL`).
     pub lines_ready: bool,
     pub decoded: Option<Box<Decoded>>,
+    /// Lowest and highest address of the function ranges, once scanned.
+    func_span: Option<(u64, u64)>,
 }
 
 pub struct Dwarf {
     le: bool,
     pub s: Sections,
     pub units: Vec<Unit>,
-    /// (low, high, unit) of every unit range, sorted by low, with the
-    /// running maximum of high for backward scans.
+    /// (low, high, unit) of the known ranges of parsed units (unit ranges,
+    /// line sequences, and the span of the function ranges of decoded
+    /// units), sorted by low, with the running maximum of high.
     index: Vec<(u64, u64, u32)>,
     max_high: Vec<u64>,
-    /// Units without ranges in their DIE.
-    rangeless: Vec<u32>,
+    /// Ranges were added since the index was built.
+    index_dirty: bool,
+    /// Offset of the next unit binutils would read, `None` once it stopped.
+    next_unit: Option<usize>,
+    abbrev_cache: HashMap<u64, Rc<Abbreviations>>,
+    /// Bumped whenever a unit is read or decoded: answers can change then.
+    pub generation: u64,
 }
 
 /// binutils' `mangle_style(lang) == 0`: a plain `DW_AT_name` is as good as
@@ -192,9 +219,17 @@ enum Ref {
 
 impl Dwarf {
     pub fn new(s: Sections, little_endian: bool) -> Dwarf {
-        let mut d = Dwarf { le: little_endian, s, units: Vec::new(), index: Vec::new(), max_high: Vec::new(), rangeless: Vec::new() };
-        d.parse_units();
-        d
+        Dwarf {
+            le: little_endian,
+            s,
+            units: Vec::new(),
+            index: Vec::new(),
+            max_high: Vec::new(),
+            index_dirty: false,
+            next_unit: Some(0),
+            abbrev_cache: HashMap::new(),
+            generation: 0,
+        }
     }
 
     fn endian(&self) -> RunTimeEndian {
@@ -252,113 +287,108 @@ impl Dwarf {
         }
     }
 
-    /// binutils' `stash_comp_unit`/`parse_comp_unit` over the whole section:
-    /// parsing stops at the first unit it cannot read.
-    fn parse_units(&mut self) {
+    /// binutils' `stash_comp_unit`/`parse_comp_unit`: reads the next unit;
+    /// `None` once there is none, or after a unit it cannot read (binutils
+    /// then ignores the rest of `.debug_info`).
+    pub fn parse_next(&mut self) -> Option<usize> {
+        let off = self.next_unit?;
+        self.next_unit = None;
         let endian = self.endian();
         let info_data = self.s.info.clone();
         let abbrev_data = self.s.abbrev.clone();
-        let info = DebugInfo::new(&info_data, endian);
-        let debug_abbrev = DebugAbbrev::new(&abbrev_data, endian);
-        let mut cache: HashMap<u64, Rc<Abbreviations>> = HashMap::new();
-        let mut iter = info.units();
-        while let Ok(Some(h)) = iter.next() {
-            let enc = h.encoding();
-            if !(2..=5).contains(&enc.version) || !matches!(enc.address_size, 2 | 4 | 8) {
-                break;
-            }
-            let aoff = h.debug_abbrev_offset().0 as u64;
-            if aoff >= abbrev_data.len() as u64 {
-                break;
-            }
-            let abbrevs = match cache.get(&aoff) {
-                Some(a) => a.clone(),
-                None => match debug_abbrev.abbreviations(DebugAbbrevOffset(aoff as usize)) {
-                    Ok(a) => {
-                        let a = Rc::new(a);
-                        cache.insert(aoff, a.clone());
-                        a
-                    }
-                    Err(_) => break,
-                },
-            };
-            let offset = h.offset().0;
-            let end = offset.saturating_add(h.length_including_self()).min(info_data.len());
-            let Ok(mut entries) = h.entries_raw(&abbrevs, None) else { break };
-            let Ok(Some(abbrev)) = entries.read_abbreviation() else { break };
-            let mut unit = Unit {
-                offset,
-                end,
-                version: enc.version,
-                addr_size: enc.address_size,
-                offset_size: enc.format.word_size(),
-                abbrevs: abbrevs.clone(),
-                lang: 0,
-                comp_dir: None,
-                stmt_list: None,
-                base_address: 0,
-                addr_base: 0,
-                str_offsets_base: 0,
-                aranges: Aranges::default(),
-                first_child: None,
-                error: false,
-                lines_ready: false,
-                decoded: None,
-            };
-            let compunit = abbrev.tag().0 == DW_TAG_COMPILE_UNIT;
-            let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
-            let mut deferred = Vec::new();
-            let mut ok = true;
-            for spec in abbrev.attributes() {
-                let Ok(attr) = entries.read_attribute(*spec) else {
-                    ok = false;
-                    break;
-                };
-                let raw = attr.raw_value();
-                let name = attr.name().0;
-                let indexed = matches!(raw, AttributeValue::DebugStrOffsetsIndex(_)) && unit.str_offsets_base == 0
-                    || matches!(raw, AttributeValue::DebugAddrIndex(_)) && unit.addr_base == 0;
-                if indexed {
-                    deferred.push((name, raw));
-                    continue;
-                }
-                match name {
-                    0x73 => unit.addr_base = int_of(&raw).unwrap_or(0),
-                    0x72 => unit.str_offsets_base = int_of(&raw).unwrap_or(0),
-                    _ => {}
-                }
-                let v = self.classify(&unit, &raw);
-                self.unit_attr(&mut unit, name, v, compunit, &mut low, &mut high, &mut high_rel);
-            }
-            if !ok {
-                break;
-            }
-            for (name, raw) in deferred {
-                let v = self.classify(&unit, &raw);
-                self.unit_attr(&mut unit, name, v, compunit, &mut low, &mut high, &mut high_rel);
-            }
-            if high_rel {
-                high = high.wrapping_add(low);
-            }
-            if high != 0 {
-                unit.aranges.add(low, high);
-            }
-            if abbrev.has_children() {
-                unit.first_child = Some(entries.next_offset().0);
-            }
-            self.units.push(unit);
+        if off >= info_data.len() {
+            return None;
         }
-        self.build_index();
+        let info = DebugInfo::new(&info_data, endian);
+        let h = info.header_from_offset(gimli::DebugInfoOffset(off)).ok()?;
+        let enc = h.encoding();
+        if !(2..=5).contains(&enc.version) || !matches!(enc.address_size, 2 | 4 | 8) {
+            return None;
+        }
+        let aoff = h.debug_abbrev_offset().0 as u64;
+        if aoff >= abbrev_data.len() as u64 {
+            return None;
+        }
+        let abbrevs = match self.abbrev_cache.get(&aoff) {
+            Some(a) => a.clone(),
+            None => {
+                let a = Rc::new(DebugAbbrev::new(&abbrev_data, endian).abbreviations(DebugAbbrevOffset(aoff as usize)).ok()?);
+                self.abbrev_cache.insert(aoff, a.clone());
+                a
+            }
+        };
+        let end = off.saturating_add(h.length_including_self()).min(info_data.len());
+        let mut entries = h.entries_raw(&abbrevs, None).ok()?;
+        let abbrev = entries.read_abbreviation().ok()??;
+        let mut unit = Unit {
+            offset: off,
+            end,
+            version: enc.version,
+            addr_size: enc.address_size,
+            offset_size: enc.format.word_size(),
+            abbrevs: abbrevs.clone(),
+            lang: 0,
+            comp_dir: None,
+            stmt_list: None,
+            base_address: 0,
+            addr_base: 0,
+            str_offsets_base: 0,
+            aranges: Aranges::default(),
+            first_child: None,
+            error: false,
+            lines_ready: false,
+            decoded: None,
+            func_span: None,
+        };
+        let compunit = abbrev.tag().0 == DW_TAG_COMPILE_UNIT;
+        let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
+        let mut deferred = Vec::new();
+        for spec in abbrev.attributes() {
+            let attr = entries.read_attribute(*spec).ok()?;
+            let raw = attr.raw_value();
+            let name = attr.name().0;
+            let indexed = matches!(raw, AttributeValue::DebugStrOffsetsIndex(_)) && unit.str_offsets_base == 0
+                || matches!(raw, AttributeValue::DebugAddrIndex(_)) && unit.addr_base == 0;
+            if indexed {
+                deferred.push((name, raw));
+                continue;
+            }
+            match name {
+                0x73 => unit.addr_base = int_of(&raw).unwrap_or(0),
+                0x72 => unit.str_offsets_base = int_of(&raw).unwrap_or(0),
+                _ => {}
+            }
+            let v = self.classify(&unit, &raw);
+            self.unit_attr(&mut unit, name, v, compunit, &mut low, &mut high, &mut high_rel);
+        }
+        for (name, raw) in deferred {
+            let v = self.classify(&unit, &raw);
+            self.unit_attr(&mut unit, name, v, compunit, &mut low, &mut high, &mut high_rel);
+        }
+        if high_rel {
+            high = high.wrapping_add(low);
+        }
+        if high != 0 {
+            unit.aranges.add(low, high);
+        }
+        if abbrev.has_children() {
+            unit.first_child = Some(entries.next_offset().0);
+        }
+        self.units.push(unit);
+        self.next_unit = Some(end);
+        self.index_dirty = true;
+        self.generation += 1;
+        Some(self.units.len() - 1)
     }
 
     fn build_index(&mut self) {
+        self.index_dirty = false;
         self.index.clear();
-        self.rangeless.clear();
         for (i, u) in self.units.iter().enumerate() {
-            if u.aranges.0.is_empty() || u.aranges.0[0].1 == 0 {
-                self.rangeless.push(i as u32);
-            }
             for &(l, h) in &u.aranges.0 {
+                self.index.push((l, h, i as u32));
+            }
+            if let Some((l, h)) = u.func_span {
                 self.index.push((l, h, i as u32));
             }
         }
@@ -485,10 +515,14 @@ impl Dwarf {
         }
     }
 
-    /// Units that may hold `addr`, in unit order: those whose ranges
-    /// contain it, and those without ranges.
-    pub fn candidate_units(&self, addr: u64) -> Vec<u32> {
-        let mut out: Vec<u32> = self.rangeless.clone();
+    /// The units binutils' address trie would offer for `addr`: read units
+    /// with a known range (unit ranges, line sequences, function ranges of
+    /// decoded units) containing it, in reading order.
+    pub fn trie_candidates(&mut self, addr: u64) -> Vec<usize> {
+        if self.index_dirty {
+            self.build_index();
+        }
+        let mut out: Vec<usize> = Vec::new();
         let mut i = self.index.partition_point(|e| e.0 <= addr);
         while i > 0 {
             i -= 1;
@@ -497,12 +531,17 @@ impl Dwarf {
             }
             let (l, h, u) = self.index[i];
             if addr >= l && addr < h {
-                out.push(u);
+                out.push(u as usize);
             }
         }
         out.sort_unstable();
         out.dedup();
+        out.retain(|&u| self.units[u].aranges.contains(addr) || self.func_contains(u, addr));
         out
+    }
+
+    fn func_contains(&mut self, ui: usize, addr: u64) -> bool {
+        self.units[ui].decoded.is_some() && self.lookup_function(ui, addr).is_some()
     }
 
     /// binutils' `comp_unit_maybe_decode_line_info`: the line table, then
@@ -535,13 +574,27 @@ impl Dwarf {
         for (l, h) in seqs {
             u.aranges.add(l, h);
         }
+        self.index_dirty = true;
+        self.generation += 1;
         u.lines_ready = true;
-        u.decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), lookup: None }));
+        u.decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
         if u.first_child.is_some() {
             match self.scan(ui) {
-                Some(funcs) => {
+                Some((funcs, vars)) => {
+                    let mut span: Option<(u64, u64)> = None;
+                    for &(l, h) in funcs.iter().flat_map(|f| f.aranges.0.iter()) {
+                        if l == h {
+                            continue;
+                        }
+                        span = Some(match span {
+                            Some((a, b)) => (a.min(l), b.max(h)),
+                            None => (l, h),
+                        });
+                    }
+                    self.units[ui].func_span = span;
                     if let Some(d) = self.units[ui].decoded.as_mut() {
                         d.funcs = funcs;
+                        d.vars = vars;
                     }
                 }
                 None => {
@@ -553,9 +606,20 @@ impl Dwarf {
         true
     }
 
-    fn unit_containing(&self, global: u64) -> Option<usize> {
-        let i = self.units.partition_point(|u| u.offset as u64 <= global).checked_sub(1)?;
-        (global < self.units[i].end as u64).then_some(i)
+    /// The unit holding a `.debug_info` offset, reading further units until
+    /// it is found (binutils' `find_abstract_instance` for DW_FORM_ref_addr).
+    fn unit_containing(&mut self, global: u64) -> Option<usize> {
+        if let Some(i) = self.units.partition_point(|u| u.offset as u64 <= global).checked_sub(1) {
+            if global < self.units[i].end as u64 {
+                return Some(i);
+            }
+        }
+        loop {
+            let u = self.parse_next()?;
+            if (self.units[u].offset as u64..self.units[u].end as u64).contains(&global) {
+                return Some(u);
+            }
+        }
     }
 
     fn unit_end(&self, ui: usize) -> usize {
@@ -591,7 +655,15 @@ impl Dwarf {
 
     /// binutils' `find_abstract_instance`: the name (and whether it is a
     /// linkage name) from the DIE an abstract_origin/specification refers to.
-    fn find_abstract_instance(&mut self, ui: usize, r: Ref, depth: u32, name: &mut Option<Rc<str>>, is_linkage: &mut bool) -> bool {
+    fn find_abstract_instance(
+        &mut self,
+        ui: usize,
+        r: Ref,
+        depth: u32,
+        name: &mut Option<Rc<str>>,
+        is_linkage: &mut bool,
+        decl: &mut Decl,
+    ) -> bool {
         if depth == 100 {
             return false;
         }
@@ -647,7 +719,7 @@ impl Dwarf {
                 }
                 (0x47, Val::Int { v, .. }) => {
                     let rf = rf.unwrap_or(Ref::Local(v));
-                    if !self.find_abstract_instance(ui, rf, depth + 1, name, is_linkage) {
+                    if !self.find_abstract_instance(ui, rf, depth + 1, name, is_linkage, decl) {
                         return false;
                     }
                 }
@@ -655,11 +727,15 @@ impl Dwarf {
                     *name = s;
                     *is_linkage = true;
                 }
-                (0x3a, Val::Int { .. }) => {
+                (0x3a, v) => {
                     if !self.maybe_decode(ui) {
                         return false;
                     }
+                    if let Val::Int { v, .. } = v {
+                        decl.file = self.units[ui].decoded.as_ref().map(|d| d.lines.concat_filename(v));
+                    }
                 }
+                (0x3b, Val::Int { v, .. }) => decl.line = v as u32,
                 _ => {}
             }
         }
@@ -667,7 +743,7 @@ impl Dwarf {
     }
 
     /// binutils' `scan_unit_for_symbols`; `None` on an error.
-    fn scan(&mut self, ui: usize) -> Option<Vec<Func>> {
+    fn scan(&mut self, ui: usize) -> Option<(Vec<Func>, Vec<Var>)> {
         let info = self.s.info.clone();
         let u = &self.units[ui];
         let start = u.offset;
@@ -683,6 +759,7 @@ impl Dwarf {
         let data = EndianSlice::new(info.get(start + first..end)?, self.endian());
         let mut e = gimli::EntriesRaw::new(data, enc, &abbrevs, UnitOffset(first));
         let mut funcs: Vec<Func> = Vec::new();
+        let mut vars: Vec<Var> = Vec::new();
         // nested_funcs[level]: the function DIE most recently seen at that
         // level, if the most recent DIE there is one.
         let mut nested: Vec<u32> = vec![NONE];
@@ -701,12 +778,13 @@ impl Dwarf {
             };
             let tag = abbrev.tag().0;
             let is_func = matches!(tag, DW_TAG_SUBPROGRAM | DW_TAG_ENTRY_POINT | DW_TAG_INLINED_SUBROUTINE);
+            let is_var = matches!(tag, 0x34 | 0x0d);
             let lv = level as usize;
             if nested.len() <= lv {
                 nested.resize(lv + 1, NONE);
             }
             let mut attrs = Vec::new();
-            if is_func {
+            if is_func || is_var {
                 attrs.reserve(abbrev.attributes().len());
                 for spec in abbrev.attributes() {
                     let a = e.read_attribute(*spec).ok()?;
@@ -731,7 +809,7 @@ impl Dwarf {
                     Func { tag, caller, caller_file: None, caller_line: 0, name: None, is_linkage: false, aranges: Aranges::default() };
                 let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
                 let unit = &self.units[ui];
-                let vals: Vec<(u16, Val, Option<Ref>)> = attrs
+                let vals: Vec<(u16, Val, Option<Ref>)> = std::mem::take(&mut attrs)
                     .into_iter()
                     .map(|(n, raw)| {
                         let rf = match raw {
@@ -752,7 +830,7 @@ impl Dwarf {
                         (0x59, Val::Int { v, .. }) => f.caller_line = v as u32,
                         (0x31 | 0x47, Val::Int { v, .. }) => {
                             let rf = rf.unwrap_or(Ref::Local(v));
-                            if !self.find_abstract_instance(ui, rf, 0, &mut f.name, &mut f.is_linkage) {
+                            if !self.find_abstract_instance(ui, rf, 0, &mut f.name, &mut f.is_linkage, &mut Decl::default()) {
                                 return None;
                             }
                         }
@@ -792,6 +870,11 @@ impl Dwarf {
             } else {
                 nested[lv] = NONE;
             }
+            if is_var {
+                if let Some(v) = self.scan_var(ui, attrs) {
+                    vars.push(v);
+                }
+            }
             if abbrev.has_children() {
                 level += 1;
                 let lv = level as usize;
@@ -801,7 +884,79 @@ impl Dwarf {
                 nested[lv] = NONE;
             }
         }
-        Some(funcs)
+        vars.reverse();
+        Some((funcs, vars))
+    }
+
+    /// The `varinfo` of a variable or member DIE, if it has a static
+    /// address (binutils' `stack` false).
+    fn scan_var(&mut self, ui: usize, attrs: Vec<(u16, AttributeValue<R<'_>>)>) -> Option<Var> {
+        let unit = &self.units[ui];
+        let addr_size = unit.addr_size;
+        let vals: Vec<(u16, Val, Option<Ref>, Option<Vec<u8>>)> = attrs
+            .into_iter()
+            .map(|(n, raw)| {
+                let rf = match raw {
+                    AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
+                    AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
+                    AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
+                    _ => None,
+                };
+                let blk = match raw {
+                    AttributeValue::Exprloc(e) => Some(e.0.slice().to_vec()),
+                    AttributeValue::Block(b) => Some(b.slice().to_vec()),
+                    _ => None,
+                };
+                (n, self.classify(unit, &raw), rf, blk)
+            })
+            .collect();
+        let mut var = Var { name: None, file: None, line: 0, addr: 0 };
+        let mut stack = true;
+        for (n, v, rf, blk) in vals {
+            match (n, v) {
+                (0x47, Val::Int { v, .. }) if v != 0 => {
+                    let rf = rf.unwrap_or(Ref::Local(v));
+                    let mut decl = Decl { file: var.file.clone(), line: var.line };
+                    let mut linkage = false;
+                    let mut name = var.name.clone();
+                    // Failure only loses what the specification would add.
+                    if self.find_abstract_instance(ui, rf, 0, &mut name, &mut linkage, &mut decl) {
+                        var.name = name;
+                        var.file = decl.file;
+                        var.line = decl.line;
+                    }
+                }
+                (0x03, Val::Str(s)) => var.name = s,
+                (0x3a, Val::Int { v, .. }) => {
+                    var.file = self.units[ui].decoded.as_ref().map(|d| d.lines.concat_filename(v));
+                }
+                (0x3b, Val::Int { v, .. }) => var.line = v as u32,
+                (0x3f, Val::Int { v, .. }) if v != 0 => stack = false,
+                (0x02, _) => {
+                    if let Some(b) = blk {
+                        if b.first() == Some(&0x03) {
+                            stack = false;
+                            if b.len() == addr_size as usize + 1 {
+                                let mut r = Reader::new(&b[1..], self.le);
+                                var.addr = r.addr(addr_size);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        (!stack).then_some(var)
+    }
+
+    /// binutils' `lookup_symbol_in_variable_table`: the file and line of a
+    /// static variable at `addr` whose name is part of `sym_name`.
+    pub fn lookup_variable(&mut self, ui: usize, addr: u64, sym_name: &str) -> Option<(Option<Rc<str>>, u32)> {
+        let d = self.units[ui].decoded.as_ref()?;
+        d.vars
+            .iter()
+            .find(|v| v.addr == addr && v.file.is_some() && v.name.as_deref().is_some_and(|n| sym_name.contains(n)))
+            .map(|v| (v.file.clone(), v.line))
     }
 
     /// binutils' `lookup_address_in_function_table`.

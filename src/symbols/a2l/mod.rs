@@ -36,12 +36,16 @@ struct Core {
     func: Option<u32>,
     line: Option<LineHit>,
     fun: Option<FoundFn>,
+    /// A static variable found by symbol lookup (non-code sections).
+    var: Option<(Option<Rc<str>>, u32)>,
 }
 
 pub struct Session {
     bfd: BfdFile,
     dwarf: Option<Dwarf>,
-    cache: HashMap<u64, Option<(Section, Core)>>,
+    /// Per address: the DWARF generation it was computed at, the section
+    /// and the answer (valid while nothing else was read or decoded).
+    cache: HashMap<u64, (u64, usize, Core)>,
 }
 
 fn load_sections(elf: &Elf) -> Option<Sections> {
@@ -81,21 +85,60 @@ impl Session {
     /// The state-independent part of `find_nearest_line` for `pc` in `sec`.
     fn core(&mut self, sec: &Section, pc: u64) -> Core {
         let offset = pc.wrapping_sub(sec.vma);
-        let mut core = Core { unit: None, func: None, line: None, fun: None };
-        let do_line = !sec.code && self.bfd.symbol_at(sec, offset);
-        if let (Some(d), false) = (self.dwarf.as_mut(), do_line) {
-            for ui in d.candidate_units(pc) {
-                let ui = ui as usize;
-                if !d.maybe_decode(ui) {
-                    continue;
+        let mut core = Core { unit: None, func: None, line: None, fun: None, var: None };
+        // binutils looks an address of a non-code section up as the symbol
+        // sitting exactly there, if any (`comp_unit_find_line`): units
+        // already read (most recent first), then the others in order.
+        let exact = if sec.code { None } else { self.bfd.symbol_at(sec, offset) };
+        if let Some(d) = self.dwarf.as_mut() {
+            match exact {
+                Some(sym) => {
+                    if !sym.function {
+                        let mut find = |d: &mut Dwarf, ui: usize| d.maybe_decode(ui) && {
+                            core.var = d.lookup_variable(ui, pc, &sym.name);
+                            core.var.is_some()
+                        };
+                        let mut done = false;
+                        for ui in (0..d.units.len()).rev() {
+                            if find(d, ui) {
+                                done = true;
+                                break;
+                            }
+                        }
+                        while !done {
+                            let Some(ui) = d.parse_next() else { break };
+                            done = find(d, ui);
+                        }
+                    }
                 }
-                let func = d.lookup_function(ui, pc);
-                let line = d.lookup_line(ui, pc);
-                if func.is_some() || line.is_some() {
-                    core.unit = Some(ui);
-                    core.func = func;
-                    core.line = line;
-                    break;
+                None => {
+                    // The address trie over units read so far, then the
+                    // units not read yet, in order.
+                    let found = |d: &mut Dwarf, ui: usize, core: &mut Core| -> bool {
+                        if !d.maybe_decode(ui) {
+                            return false;
+                        }
+                        let func = d.lookup_function(ui, pc);
+                        let line = d.lookup_line(ui, pc);
+                        if func.is_none() && line.is_none() {
+                            return false;
+                        }
+                        core.unit = Some(ui);
+                        core.func = func;
+                        core.line = line;
+                        true
+                    };
+                    let mut done = false;
+                    for ui in d.trie_candidates(pc) {
+                        if found(d, ui, &mut core) {
+                            done = true;
+                            break;
+                        }
+                    }
+                    while !done {
+                        let Some(ui) = d.parse_next() else { break };
+                        done = found(d, ui, &mut core);
+                    }
                 }
             }
         }
@@ -111,9 +154,13 @@ impl Session {
             let f = core.fun.as_ref()?;
             return Some((Record { function: Some(f.name.clone()), file: f.file.clone(), line: 0 }, None));
         };
-        let mut found = core.func.is_some() || core.line.is_some();
+        let mut found = core.func.is_some() || core.line.is_some() || core.var.is_some();
         let mut file = core.line.as_ref().and_then(|l| l.file.clone());
-        let line = core.line.as_ref().map(|l| l.line).unwrap_or(0);
+        let mut line = core.line.as_ref().map(|l| l.line).unwrap_or(0);
+        if let Some((f, l)) = &core.var {
+            file = f.clone();
+            line = *l;
+        }
         let mut name = None;
         let mut chain = None;
         match (core.unit, core.func) {
@@ -154,12 +201,12 @@ impl Session {
     pub fn query(&mut self, pc: u64) -> Option<Vec<Record>> {
         let secs: Vec<Section> = self.bfd.sections.iter().filter(|s| pc >= s.vma && pc < s.vma.wrapping_add(s.size)).copied().collect();
         for sec in secs {
-            let key = pc;
-            let core = match self.cache.get(&key) {
-                Some(Some((s, c))) if s.index == sec.index => c.clone(),
+            let generation = self.dwarf.as_ref().map(|d| d.generation).unwrap_or(0);
+            let core = match self.cache.get(&pc) {
+                Some((g, s, c)) if *g == generation && *s == sec.index => c.clone(),
                 _ => {
                     let c = self.core(&sec, pc);
-                    self.cache.insert(key, Some((sec, c.clone())));
+                    self.cache.insert(pc, (generation, sec.index, c.clone()));
                     c
                 }
             };
