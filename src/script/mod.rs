@@ -427,7 +427,7 @@ impl<W: Write> Script<W> {
             Some(m) => {
                 let dso = self.machine.dsos.get(m.dso);
                 self.buf.extend_from_slice(dso.name.as_bytes());
-                if dsoff && dso.kind == crate::machine::DsoKind::File {
+                if dsoff && self.symbolizer.is_object_file(&self.machine.dsos, m.dso) {
                     self.buf.extend_from_slice(b"+0x");
                     format::hex(&mut self.buf, addr, 0);
                 }

@@ -208,6 +208,14 @@ impl Symbolizer {
         Some((syms.first()?.start, syms.last()?.end))
     }
 
+    /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
+    /// from kallsyms or a perf map (`-F dsoff` prints no offset for them).
+    pub fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
+        let st = self.state(dsos, dso);
+        let from_text = st.kernel || is_perf_pid_map_name(&st.long_name);
+        !(from_text && !st.loaded.syms.is_empty())
+    }
+
     /// The symbol containing runtime address `addr` of `map`.
     pub fn find_symbol(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<Symbol> {
         let st = self.state(dsos, map.dso);

@@ -891,6 +891,17 @@ impl Dwarf {
     /// The `varinfo` of a variable or member DIE, if it has a static
     /// address (binutils' `stack` false).
     fn scan_var(&mut self, ui: usize, attrs: Vec<(u16, AttributeValue<R<'_>>)>) -> Option<Var> {
+        // Only variables with DW_AT_external or a DW_OP_addr location can
+        // ever match; skip the others (most are locals) cheaply.
+        let is_static = attrs.iter().any(|(n, raw)| match (*n, raw) {
+            (0x3f, v) => int_of(v).is_some_and(|x| x != 0),
+            (0x02, AttributeValue::Exprloc(e)) => e.0.slice().first() == Some(&0x03),
+            (0x02, AttributeValue::Block(b)) => b.slice().first() == Some(&0x03),
+            _ => false,
+        });
+        if !is_static {
+            return None;
+        }
         let unit = &self.units[ui];
         let addr_size = unit.addr_size;
         let vals: Vec<(u16, Val, Option<Ref>, Option<Vec<u8>>)> = attrs
