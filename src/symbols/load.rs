@@ -443,8 +443,10 @@ fn synthesize_plt_got(loaded: &mut Loaded, elf: &Elf, search: &Search<'_>) -> bo
             }
         }
     }
+    // perf reads each entry from the section data; do not run past it.
+    let limit = got.sh_size.min(got_data.len() as u64);
     let mut i = 0u64;
-    while i < got.sh_size {
+    while i < limit {
         let mut name = None;
         if let Some((v, dynsyms)) = &sorted {
             let disp = x86_64_plt_disp(got_data.get(i as usize..).unwrap_or(&[]));
@@ -573,6 +575,47 @@ mod tests {
         std::fs::remove_file(&dir).ok();
         let v: Vec<_> = t.syms.iter().map(|s| (s.start, s.end, s.name.to_string())).collect();
         assert_eq!(v, vec![(0x1000, 0x1020, "jitted_fn".into()), (0x2000, 0x2008, "other one".into())]);
+    }
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs")
+    }
+
+    #[test]
+    fn libc_symbols_come_from_the_build_id_debug_file() {
+        // libc.so.6 has only .dynsym; its .gnu_debuglink names a file that
+        // is nowhere perf looks, so the local symbols come from
+        // /usr/lib/debug/.build-id/xx/yyyy.debug (found through the build-id
+        // of the symfs copy when the perf.data has none).
+        let symfs = fixtures();
+        let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
+        let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
+        let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
+        assert!(src.ends_with("/usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
+        let names: Vec<&str> = l.syms.syms.iter().map(|s| &*s.name).collect();
+        assert!(names.contains(&"msort_with_tmp.part.0"));
+        assert!(names.contains(&"__GI___libc_write"));
+        // IRELATIVE PLT slots are named after their IFUNC symbol.
+        assert!(names.contains(&"memcpy@@GLIBC_2.14@plt"), "plt names");
+        // A recorded build-id that matches no file: perf skips every
+        // candidate and has no symbols.
+        let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", Some(&[0x11; 20]), false, &search);
+        assert!(l.syms.is_empty() && l.symsrc.is_none());
+    }
+
+    #[test]
+    fn executable_symbols_and_plt() {
+        let symfs = fixtures();
+        let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
+        let l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
+        let find = |n: &str| l.syms.syms.iter().find(|s| &*s.name == n).cloned();
+        assert!(find("sim::World::energy() const").is_some());
+        assert!(find("memcmp@plt").is_some());
+        let main = find("main").expect("main");
+        // Symbols are file offsets (ET_DYN, p_vaddr == p_offset here).
+        assert_eq!(l.syms.find(main.start + 1).map(|s| &*s.name), Some("main"));
+        let raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
+        assert!(raw.syms.syms.iter().any(|s| &*s.name == "_ZNK3sim5World6energyEv"));
     }
 
     #[test]

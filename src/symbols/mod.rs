@@ -353,3 +353,32 @@ fn notes_build_id(d: &[u8]) -> Option<Vec<u8>> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(f: Option<&str>, file: Option<&str>, line: u32) -> a2l::Record {
+        a2l::Record { function: f.map(Into::into), file: file.map(Into::into), line }
+    }
+
+    #[test]
+    fn addr2line_records_as_perf_reads_them() {
+        assert_eq!(perf_record(&rec(Some(" f "), Some("/a/b.c"), 12)), ("f".into(), "/a/b.c".into(), 12));
+        // No line: "file:?" parses as line 0; no file: "??".
+        assert_eq!(perf_record(&rec(None, None, 0)), ("??".into(), "??".into(), 0));
+        // The first ':' splits, even inside a file name.
+        assert_eq!(perf_record(&rec(Some("f"), Some("C:/x.c"), 3)), ("f".into(), "C".into(), 0));
+        assert_eq!(&*srcline_from_fileline("/a/b.c", 7, false), "b.c:7");
+        assert_eq!(&*srcline_from_fileline("/a/b.c", 7, true), "/a/b.c:7");
+        assert_eq!(&*srcline_from_fileline("", 0, false), ":0");
+    }
+
+    #[test]
+    fn perf_map_names() {
+        assert!(is_perf_pid_map_name("/tmp/perf-123.map"));
+        assert!(!is_perf_pid_map_name("/tmp/perf-.map"));
+        assert!(!is_perf_pid_map_name("/tmp/perf-12x.map"));
+        assert!(!is_perf_pid_map_name("/usr/lib/libc.so.6"));
+    }
+}

@@ -144,9 +144,9 @@ impl BfdFile {
         let start = v[..end].partition_point(|c| c.code_off < off);
         let mut best = &v[start];
         for c in &v[start + 1..end] {
-            let take = if best.code_off + best.size <= offset {
+            let take = if best.code_off.saturating_add(best.size) <= offset {
                 c.size > best.size
-            } else if c.code_off + c.size > offset {
+            } else if c.code_off.saturating_add(c.size) > offset {
                 c.size < best.size
             } else {
                 false

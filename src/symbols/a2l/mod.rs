@@ -228,3 +228,90 @@ impl Session {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::elf::FileBytes;
+
+    fn fixture(rel: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs").join(rel);
+        std::fs::read(p).expect("fixture")
+    }
+
+    fn session(bytes: Vec<u8>) -> Option<Session> {
+        Elf::parse(Rc::new(FileBytes::Owned(bytes))).map(Session::new)
+    }
+
+    fn text_range(s: &Session) -> (u64, u64) {
+        let (_, t) = s.bfd.elf.section_by_name(".text").expect(".text");
+        (t.sh_addr, t.sh_addr + t.sh_size)
+    }
+
+    #[test]
+    fn inline_chain_of_cwork() {
+        // rotl inlined in mix64 inlined in hash_buffer.constprop.0, as
+        // `addr2line -a -i -f` prints it.
+        let mut s = session(fixture("tmp/pstitch-fixtures/bin/cwork")).unwrap();
+        let r = s.query(0x14fe).expect("found");
+        let names: Vec<_> = r.iter().map(|r| r.function.as_deref().unwrap_or("??")).collect();
+        assert_eq!(names, ["rotl", "mix64", "hash_buffer"]);
+        assert_eq!(r[0].file.as_deref(), Some("/tmp/pstitch-fixtures/src/cwork.c"));
+        assert_eq!((r[0].line, r[1].line, r[2].line), (31, 37, 73));
+        assert!(s.query(0x1234567).is_none());
+    }
+
+    #[test]
+    fn function_name_state_sticks() {
+        // A function without linkage name whose range does not start at an
+        // ELF symbol: the first answer is the ELF symbol, later ones the
+        // DWARF name (binutils marks it as resolved).
+        let mut s = session(fixture("tmp/pstitch-fixtures/bin/cppwork")).unwrap();
+        let a = s.query(0x2659).unwrap();
+        let b = s.query(0x2659).unwrap();
+        assert_eq!(a[0].function.as_deref(), Some("_ZN3sim5World13sort_by_speedEv"));
+        assert!(b[0].function.as_deref().unwrap().starts_with("__final_insertion_sort<"));
+        assert_eq!(a.len(), b.len());
+    }
+
+    #[test]
+    fn damaged_files_never_panic() {
+        for rel in ["tmp/pstitch-fixtures/bin/cwork", "tmp/pstitch-fixtures/bin/rustwork"] {
+            let orig = fixture(rel);
+            let (lo, hi) = text_range(&session(orig.clone()).unwrap());
+            let addrs: Vec<u64> = (lo..hi).step_by(((hi - lo) / 300).max(1) as usize).collect();
+            let mut variants: Vec<Vec<u8>> = Vec::new();
+            for cut in [64, 1000, orig.len() / 4, orig.len() / 2, orig.len() * 3 / 4, orig.len() - 100] {
+                variants.push(orig[..cut].to_vec());
+            }
+            // Scribble over the debug sections.
+            let elf = Elf::parse(Rc::new(FileBytes::Owned(orig.clone()))).unwrap();
+            for name in [".debug_info", ".debug_line", ".debug_abbrev", ".debug_ranges", ".debug_rnglists", ".debug_str"] {
+                if let Some((_, s)) = elf.section_by_name(name) {
+                    for seed in 0..3u64 {
+                        let mut v = orig.clone();
+                        let (start, len) = (s.sh_offset as usize, s.sh_size as usize);
+                        let mut x = 0x9e3779b97f4a7c15u64.wrapping_mul(seed + 1);
+                        for _ in 0..(len / 50).max(8) {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let i = start + (x as usize % len.max(1));
+                            if i < v.len() {
+                                v[i] = (x >> 32) as u8;
+                            }
+                        }
+                        variants.push(v);
+                    }
+                }
+            }
+            for v in variants {
+                if let Some(mut s) = session(v) {
+                    for &a in &addrs {
+                        let _ = s.query(a);
+                    }
+                }
+            }
+        }
+    }
+}
