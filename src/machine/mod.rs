@@ -212,7 +212,9 @@ impl Machine {
         }
         let end = if m.start == 0 && m.len == 0 { u64::MAX } else { m.start.wrapping_add(m.len) };
         let end = if end < m.start { u64::MAX } else { end };
-        self.kernel_maps.insert(Map { start: m.start, end, pgoff: m.pgoff, dso, kind: map_kind, prot: PROT_EXEC, flags: 0 });
+        // Module maps start at file offset 0 (perf's map__new2).
+        let pgoff = if kind == DsoKind::Kernel { m.pgoff } else { 0 };
+        self.kernel_maps.insert(Map { start: m.start, end, pgoff, dso, kind: map_kind, prot: PROT_EXEC, flags: 0 });
     }
 
     /// True until the kernel map of `dso` was loaded (see

@@ -99,9 +99,22 @@ pub fn function_start(entries: &[Entry<'_>], name: &str) -> Option<u64> {
         .map(|e| e.addr)
 }
 
+/// Kernel symbols, and module symbols by module name (`[ext4]`, absolute
+/// addresses, names without the module tag).
+pub struct Kallsyms {
+    pub kernel: SymTab,
+    pub modules: std::collections::HashMap<String, Vec<Sym>>,
+}
+
 /// The kernel's symbol table, or `None` where perf fails to load kallsyms
 /// (the reference symbol is missing from the file).
 pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
+    load_all(data, ref_reloc).map(|k| k.kernel)
+}
+
+/// [`load`], keeping the module symbols perf moves to module maps
+/// (`maps__split_kallsyms`).
+pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
     let entries = parse(data);
     let mut syms = Vec::with_capacity(entries.len());
     for e in &entries {
@@ -127,16 +140,45 @@ pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
     t.insert_all(syms);
     t.fixup_end(true);
     t.fixup_duplicate();
-    // maps__split_kallsyms with only the kernel map: module symbols have no
-    // map to go to; entry trampolines are dropped on x86_64.
-    t.syms.retain(|s| !s.name.contains('\t') && &*s.name != "__entry_SYSCALL_64_trampoline");
-    if delta != 0 {
-        for s in &mut t.syms {
-            s.start = s.start.wrapping_sub(delta);
-            s.end = s.end.wrapping_sub(delta);
+    // maps__split_kallsyms: module symbols go to their module's map (kept
+    // aside here), entry trampolines are dropped on x86_64, the kernel's own
+    // symbols are shifted by the boot relocation.
+    let mut modules: std::collections::HashMap<String, Vec<Sym>> = std::collections::HashMap::new();
+    let mut kernel = SymTab::default();
+    for mut s in t.syms.drain(..) {
+        if let Some(tab) = s.name.find('\t') {
+            let module = s.name[tab + 1..].to_string();
+            s.name = s.name[..tab].into();
+            modules.entry(module).or_default().push(s);
+            continue;
+        }
+        if &*s.name == "__entry_SYSCALL_64_trampoline" {
+            continue;
+        }
+        s.start = s.start.wrapping_sub(delta);
+        s.end = s.end.wrapping_sub(delta);
+        kernel.syms.push(s);
+    }
+    Some(Kallsyms { kernel, modules })
+}
+
+/// perf's module name for a module map's file name (`kmod_path__parse`):
+/// `[name]` from a `.ko` path (compression suffix allowed, `-` becomes `_`),
+/// the name itself when it is already bracketed.
+pub fn module_name(filename: &str) -> String {
+    let base = filename.rsplit('/').next().unwrap_or(filename);
+    if base.starts_with('[') {
+        return base.to_string();
+    }
+    let mut stem = base;
+    for ext in [".gz", ".xz", ".zst"] {
+        if let Some(s) = stem.strip_suffix(ext) {
+            stem = s;
+            break;
         }
     }
-    Some(t)
+    let stem = stem.strip_suffix(".ko").unwrap_or(stem);
+    format!("[{}]", stem.replace('-', "_"))
 }
 
 #[cfg(test)]
@@ -173,6 +215,17 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
         // Last kernel symbol before a module symbol: end rounded up a page.
         assert_eq!(v[3], ("data_sym".to_string(), 0xffffffff81000200, 0xffffffff81002000));
         assert_eq!(v.len(), 4);
+    }
+
+    #[test]
+    fn module_symbols_and_names() {
+        let k = load_all(SAMPLE, None).unwrap();
+        let m = &k.modules["[__builtin__ftrace]"];
+        assert_eq!(m.len(), 1);
+        assert_eq!(&*m[0].name, "ftrace_trampoline");
+        assert_eq!(module_name("/lib/modules/6.1/kernel/fs/ext4/ext4.ko"), "[ext4]");
+        assert_eq!(module_name("/lib/modules/x/snd-hda-codec.ko.xz"), "[snd_hda_codec]");
+        assert_eq!(module_name("[kvm_intel]"), "[kvm_intel]");
     }
 
     #[test]

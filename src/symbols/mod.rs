@@ -64,6 +64,7 @@ pub struct InlineEntry {
 /// What perf knows about one DSO once it tried to load it.
 struct DsoState {
     loaded: Loaded,
+    kind: DsoKind,
     kernel: bool,
     long_name: Rc<str>,
     short_name: Rc<str>,
@@ -87,11 +88,13 @@ pub struct Symbolizer {
     pub config: SymbolConfig,
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
     dsos: Vec<Option<DsoState>>,
+    /// The kernel symbol file, read once (`None` inside: unavailable).
+    kallsyms: Option<Option<Rc<kallsyms::Kallsyms>>>,
 }
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
-        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new() }
+        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None }
     }
 
     /// The BUILD_ID table of the input (file mode: a feature section; pipe
@@ -116,18 +119,40 @@ impl Symbolizer {
     }
 
     fn state(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> &mut DsoState {
+        self.state_for(dsos, id, None)
+    }
+
+    fn state_for(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> &mut DsoState {
         let i = id as usize;
         if self.dsos.len() <= i {
             self.dsos.resize_with(i + 1, || None);
         }
         if self.dsos[i].is_none() {
-            let st = self.load(dsos, id);
+            let st = self.load(dsos, id, map);
             self.dsos[i] = Some(st);
         }
         self.dsos[i].as_mut().expect("just loaded")
     }
 
-    fn load(&self, dsos: &Dsos, id: crate::machine::DsoId) -> DsoState {
+    /// The kallsyms file, parsed once with the kernel's relocation
+    /// reference.
+    fn kallsyms(&mut self, dsos: &Dsos) -> Option<Rc<kallsyms::Kallsyms>> {
+        if let Some(k) = &self.kallsyms {
+            return k.clone();
+        }
+        let kernel = (0..dsos.len() as u32).map(|i| dsos.get(i)).find(|d| d.kind == DsoKind::Kernel);
+        let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(d.name.as_bytes()).cloned()));
+        let rr = kernel.and_then(|d| d.ref_reloc.clone());
+        let k = self
+            .kallsyms_path(bid.as_deref())
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|data| kallsyms::load_all(&data, rr.as_ref().map(|(n, a)| (&**n, *a))))
+            .map(Rc::new);
+        self.kallsyms = Some(k.clone());
+        k
+    }
+
+    fn load(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> DsoState {
         let dso = dsos.get(id);
         let long_name = dso.name.clone();
         let short_name: Rc<str> = match long_name.rfind('/') {
@@ -143,19 +168,25 @@ impl Symbolizer {
             DsoKind::Kernel => {
                 kernel = true;
                 let mut l = Loaded::default();
-                if let Some(path) = self.kallsyms_path(bid.as_deref()) {
-                    if let Ok(data) = std::fs::read(&path) {
-                        let rr = dso.ref_reloc.as_ref().map(|(n, a)| (&**n, *a));
-                        if let Some(t) = kallsyms::load(&data, rr) {
-                            l.syms = t;
-                        }
-                    }
+                if let Some(k) = self.kallsyms(dsos) {
+                    l.syms = k.kernel.clone();
                 }
                 l
             }
             DsoKind::KernelModule => {
+                // Module symbols from kallsyms, relative to the module map
+                // (loading the .ko itself is not supported).
                 kernel = true;
-                Loaded::default()
+                let mut l = Loaded::default();
+                if let (Some(k), Some(m)) = (self.kallsyms(dsos), map) {
+                    if let Some(syms) = k.modules.get(&kallsyms::module_name(&long_name)) {
+                        l.syms.syms = syms
+                            .iter()
+                            .map(|s| symtab::Sym { start: m.map_ip(s.start), end: m.map_ip(s.end), ..s.clone() })
+                            .collect();
+                    }
+                }
+                l
             }
             DsoKind::Anon | DsoKind::NoDso => {
                 if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
@@ -172,7 +203,7 @@ impl Symbolizer {
                 }
             }
         };
-        DsoState { loaded, kernel, long_name, short_name, has_debug_line: None, a2l: None, has_srcline: true, a2l_fails: 0, inlines: HashMap::new() }
+        DsoState { loaded, kind: dso.kind, kernel, long_name, short_name, has_debug_line: None, a2l: None, has_srcline: true, a2l_fails: 0, inlines: HashMap::new() }
     }
 
     /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
@@ -212,13 +243,13 @@ impl Symbolizer {
     /// from kallsyms or a perf map (`-F dsoff` prints no offset for them).
     pub fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
-        let from_text = st.kernel || is_perf_pid_map_name(&st.long_name);
+        let from_text = st.kind == DsoKind::Kernel || is_perf_pid_map_name(&st.long_name);
         !(from_text && !st.loaded.syms.is_empty())
     }
 
     /// The symbol containing runtime address `addr` of `map`.
     pub fn find_symbol(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<Symbol> {
-        let st = self.state(dsos, map.dso);
+        let st = self.state_for(dsos, map.dso, Some(map));
         let rel = map.map_ip(addr);
         st.loaded.syms.find(rel).map(|s| Symbol { name: s.name.clone(), start: s.start, end: s.end })
     }
@@ -229,7 +260,7 @@ impl Symbolizer {
     pub fn inlines(&mut self, dsos: &Dsos, map: &Map, addr: u64, sym: &Symbol) -> Rc<[InlineEntry]> {
         let demangle = self.config.demangle;
         let full = self.config.full_source_path;
-        let st = self.state(dsos, map.dso);
+        let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if let Some(v) = st.inlines.get(&objdump) {
             return v.clone();
@@ -261,7 +292,7 @@ impl Symbolizer {
     /// prints nothing.
     pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
         let full = self.config.full_source_path;
-        let st = self.state(dsos, map.dso);
+        let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if st.has_srcline {
             if let Some(records) = a2l_query(st, objdump) {
