@@ -78,6 +78,12 @@ struct DsoState {
     a2l_fails: u32,
     /// perf's `dso->inlined_nodes`, by objdump address.
     inlines: HashMap<u64, Rc<[InlineEntry]>>,
+    /// Source lines by objdump address, with the addr2line generation they
+    /// were computed at (a repeated query in the same state changes
+    /// nothing and answers the same).
+    srclines: HashMap<u64, (u64, Option<Rc<str>>)>,
+    /// `dso[addr]` fallbacks by objdump address.
+    fallbacks: HashMap<u64, Rc<str>>,
 }
 
 /// perf gives up on a DSO's source lines after this many failures in a row
@@ -203,7 +209,12 @@ impl Symbolizer {
                 }
             }
         };
-        DsoState { loaded, kind: dso.kind, kernel, long_name, short_name, has_debug_line: None, a2l: None, has_srcline: true, a2l_fails: 0, inlines: HashMap::new() }
+        DsoState { loaded, kind: dso.kind, kernel, long_name, short_name, has_debug_line: None, a2l: None, has_srcline: true,
+            a2l_fails: 0,
+            inlines: HashMap::new(),
+            srclines: HashMap::new(),
+            fallbacks: HashMap::new(),
+        }
     }
 
     /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
@@ -295,18 +306,37 @@ impl Symbolizer {
         let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if st.has_srcline {
-            if let Some(records) = a2l_query(st, objdump) {
-                let (_, file, line) = perf_record(&records[0]);
+            let cached = match (st.srclines.get(&objdump), st.a2l.as_ref()) {
+                (Some((g, r)), Some(sess)) if *g == sess.generation() => Some(r.clone()),
+                _ => None,
+            };
+            let line = match cached {
+                Some(r) => r,
+                None => {
+                    let generation = st.a2l.as_ref().map(|s| s.generation());
+                    let r = a2l_first(st, objdump).map(|rec| {
+                        let (_, file, line) = perf_record(&rec);
+                        srcline_from_fileline(&file, line, full)
+                    });
+                    if let (Some(g), Some(_)) = (generation, st.a2l.as_ref()) {
+                        st.srclines.insert(objdump, (g, r.clone()));
+                    }
+                    r
+                }
+            };
+            if let Some(line) = line {
                 st.a2l_fails = 0;
-                return Some(srcline_from_fileline(&file, line, full));
+                return Some(line);
             }
             st.a2l_fails += 1;
             if st.a2l_fails > A2L_FAIL_LIMIT {
                 st.has_srcline = false;
                 st.a2l = None;
+                st.srclines.clear();
             }
         }
-        Some(format!("{}[{:x}]", st.short_name, objdump).into())
+        let short = st.short_name.clone();
+        Some(st.fallbacks.entry(objdump).or_insert_with(|| format!("{short}[{objdump:x}]").into()).clone())
     }
 }
 
@@ -326,18 +356,28 @@ fn is_perf_pid_map_name(n: &str) -> bool {
     n.strip_prefix("/tmp/perf-").and_then(|r| r.strip_suffix(".map")).is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// perf's `cmd__addr2line`: `None` when addr2line has nothing (or cannot
-/// run: no `.debug_line`), else its records for `addr`.
-fn a2l_query(st: &mut DsoState, addr: u64) -> Option<Vec<a2l::Record>> {
-    let path = srcline_dso_name(st)?;
+/// perf's `cmd__addr2line` session for a DSO: started on first use, if the
+/// file has a `.debug_line` section.
+fn a2l_session(st: &mut DsoState) -> Option<&mut a2l::Session> {
     if st.a2l.is_none() {
+        let path = srcline_dso_name(st)?;
         let has = *st.has_debug_line.get_or_insert_with(|| elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some()));
         if !has {
             return None;
         }
         st.a2l = Some(a2l::Session::new(elf::Elf::open(&path)?));
     }
-    st.a2l.as_mut()?.query(addr)
+    st.a2l.as_mut()
+}
+
+/// `None` when addr2line has nothing (or cannot run), else its records.
+fn a2l_query(st: &mut DsoState, addr: u64) -> Option<Vec<a2l::Record>> {
+    a2l_session(st)?.query(addr)
+}
+
+/// [`a2l_query`] for the first record only.
+fn a2l_first(st: &mut DsoState, addr: u64) -> Option<a2l::Record> {
+    a2l_session(st)?.first(addr).map(|(r, _)| r)
 }
 
 /// What perf makes of one addr2line record (`read_addr2line_record`,

@@ -199,33 +199,70 @@ impl Session {
     /// What `addr2line -a -i -f` prints for `pc`: `None` for `??`/`??:0`,
     /// else the first record and the inline callers, innermost first.
     pub fn query(&mut self, pc: u64) -> Option<Vec<Record>> {
-        let secs: Vec<Section> = self.bfd.sections.iter().filter(|s| pc >= s.vma && pc < s.vma.wrapping_add(s.size)).copied().collect();
-        for sec in secs {
-            let generation = self.dwarf.as_ref().map(|d| d.generation).unwrap_or(0);
+        let (first, chain) = self.first(pc)?;
+        let mut out = vec![first];
+        if let (Some((ui, mut fi)), Some(d)) = (chain, self.dwarf.as_ref()) {
+            loop {
+                let f = d.func(ui, fi);
+                if f.caller == u32::MAX {
+                    break;
+                }
+                let caller = d.func(ui, f.caller);
+                out.push(Record { function: caller.name.clone(), file: f.caller_file.clone(), line: f.caller_line });
+                fi = f.caller;
+            }
+        }
+        Some(out)
+    }
+
+    /// Bumped whenever the answers may change (more DWARF was read).
+    pub fn generation(&self) -> u64 {
+        self.dwarf.as_ref().map(|d| d.generation).unwrap_or(0)
+    }
+
+    /// The first record for `pc` (with its side effects on addr2line's
+    /// state) and where the inline chain starts.
+    pub fn first(&mut self, pc: u64) -> Option<(Record, Option<(usize, u32)>)> {
+        let secs = self.bfd.sections.iter().filter(|s| pc >= s.vma && pc < s.vma.wrapping_add(s.size));
+        let secs: smallvec_like::Few<Section> = secs.copied().collect();
+        for sec in secs.iter() {
+            let generation = self.generation();
             let core = match self.cache.get(&pc) {
                 Some((g, s, c)) if *g == generation && *s == sec.index => c.clone(),
                 _ => {
-                    let c = self.core(&sec, pc);
+                    let c = self.core(sec, pc);
                     self.cache.insert(pc, (generation, sec.index, c.clone()));
                     c
                 }
             };
-            let Some((first, chain)) = self.nearest_line(&sec, &core) else { continue };
-            let mut out = vec![first];
-            if let (Some((ui, mut fi)), Some(d)) = (chain, self.dwarf.as_ref()) {
-                loop {
-                    let f = d.func(ui, fi);
-                    if f.caller == u32::MAX {
-                        break;
-                    }
-                    let caller = d.func(ui, f.caller);
-                    out.push(Record { function: caller.name.clone(), file: f.caller_file.clone(), line: f.caller_line });
-                    fi = f.caller;
-                }
+            if let Some(r) = self.nearest_line(sec, &core) {
+                return Some(r);
             }
-            return Some(out);
         }
         None
+    }
+}
+
+/// A tiny inline vector for the (almost always one) section holding an
+/// address.
+mod smallvec_like {
+    pub struct Few<T: Copy> {
+        first: Option<T>,
+        rest: Vec<T>,
+    }
+
+    impl<T: Copy> FromIterator<T> for Few<T> {
+        fn from_iter<I: IntoIterator<Item = T>>(it: I) -> Self {
+            let mut it = it.into_iter();
+            let first = it.next();
+            Few { first, rest: it.collect() }
+        }
+    }
+
+    impl<T: Copy> Few<T> {
+        pub fn iter(&self) -> impl Iterator<Item = &T> {
+            self.first.iter().chain(self.rest.iter())
+        }
     }
 }
 
