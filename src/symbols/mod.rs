@@ -271,13 +271,14 @@ impl Symbolizer {
     pub fn inlines(&mut self, dsos: &Dsos, map: &Map, addr: u64, sym: &Symbol) -> Rc<[InlineEntry]> {
         let demangle = self.config.demangle;
         let full = self.config.full_source_path;
+        let symfs = self.config.symfs.clone();
         let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if let Some(v) = st.inlines.get(&objdump) {
             return v.clone();
         }
         let mut out = Vec::new();
-        if let Some(records) = a2l_query(st, objdump) {
+        if let Some(records) = a2l_query(st, symfs.as_deref(), objdump) {
             for r in &records {
                 let (func, file, line) = perf_record(r);
                 let mut name: Rc<str> = func.into();
@@ -303,6 +304,7 @@ impl Symbolizer {
     /// prints nothing.
     pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
         let full = self.config.full_source_path;
+        let symfs = self.config.symfs.clone();
         let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if st.has_srcline {
@@ -314,7 +316,7 @@ impl Symbolizer {
                 Some(r) => r,
                 None => {
                     let generation = st.a2l.as_ref().map(|s| s.generation());
-                    let r = a2l_first(st, objdump).map(|rec| {
+                    let r = a2l_first(st, symfs.as_deref(), objdump).map(|rec| {
                         let (_, file, line) = perf_record(&rec);
                         srcline_from_fileline(&file, line, full)
                     });
@@ -341,7 +343,12 @@ impl Symbolizer {
 }
 
 /// perf's `srcline_dso_name`: the file addr2line runs on.
-fn srcline_dso_name(st: &DsoState) -> Option<PathBuf> {
+///
+/// Without a `.symtab` file perf falls back to the recorded path itself,
+/// outside the symfs; pstitch looks it up under the symfs, so that results
+/// do not depend on the files of the machine it runs on (perf-ref, in a
+/// chroot, does not see the host's files either).
+fn srcline_dso_name(st: &DsoState, symfs: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = &st.loaded.symsrc {
         return Some(p.clone());
     }
@@ -349,7 +356,7 @@ fn srcline_dso_name(st: &DsoState) -> Option<PathBuf> {
     if n.starts_with('[') || is_perf_pid_map_name(n) {
         return None;
     }
-    Some(PathBuf::from(n))
+    Some(Search { symfs, buildid_dir: None, demangle: false }.join(n))
 }
 
 fn is_perf_pid_map_name(n: &str) -> bool {
@@ -358,9 +365,9 @@ fn is_perf_pid_map_name(n: &str) -> bool {
 
 /// perf's `cmd__addr2line` session for a DSO: started on first use, if the
 /// file has a `.debug_line` section.
-fn a2l_session(st: &mut DsoState) -> Option<&mut a2l::Session> {
+fn a2l_session<'a>(st: &'a mut DsoState, symfs: Option<&Path>) -> Option<&'a mut a2l::Session> {
     if st.a2l.is_none() {
-        let path = srcline_dso_name(st)?;
+        let path = srcline_dso_name(st, symfs)?;
         let has = *st.has_debug_line.get_or_insert_with(|| elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some()));
         if !has {
             return None;
@@ -371,13 +378,13 @@ fn a2l_session(st: &mut DsoState) -> Option<&mut a2l::Session> {
 }
 
 /// `None` when addr2line has nothing (or cannot run), else its records.
-fn a2l_query(st: &mut DsoState, addr: u64) -> Option<Vec<a2l::Record>> {
-    a2l_session(st)?.query(addr)
+fn a2l_query(st: &mut DsoState, symfs: Option<&Path>, addr: u64) -> Option<Vec<a2l::Record>> {
+    a2l_session(st, symfs)?.query(addr)
 }
 
 /// [`a2l_query`] for the first record only.
-fn a2l_first(st: &mut DsoState, addr: u64) -> Option<a2l::Record> {
-    a2l_session(st)?.first(addr).map(|(r, _)| r)
+fn a2l_first(st: &mut DsoState, symfs: Option<&Path>, addr: u64) -> Option<a2l::Record> {
+    a2l_session(st, symfs)?.first(addr).map(|(r, _)| r)
 }
 
 /// What perf makes of one addr2line record (`read_addr2line_record`,
