@@ -186,7 +186,7 @@ impl Elf {
                 sections.push(Section {
                     name,
                     sh_type: s.sh_type(endian).0,
-                    sh_flags: s.sh_flags(endian).0.into(),
+                    sh_flags: s.sh_flags(endian).0,
                     sh_addr: s.sh_addr(endian).into(),
                     sh_offset: s.sh_offset(endian).into(),
                     sh_size: s.sh_size(endian).into(),
@@ -338,7 +338,7 @@ impl Elf {
             (false, true) => 12,
             (false, false) => 8,
         };
-        let n = if s.sh_entsize != 0 { (s.sh_size / s.sh_entsize) as usize } else { 0 };
+        let n = s.sh_size.checked_div(s.sh_entsize).unwrap_or(0) as usize;
         for i in 0..n {
             let off = i * entsize;
             if off + entsize > data.len() {

@@ -81,8 +81,8 @@ fn candidates(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Searc
     let mut out = Vec::new();
     // DSO_BINARY_TYPE__DEBUGLINK
     let full = search.join(long_name);
-    if elf::is_regular_file(&full) {
-        if let Some(link) = Elf::open(&full).and_then(|e| e.debuglink()) {
+    if elf::is_regular_file(&full)
+        && let Some(link) = Elf::open(&full).and_then(|e| e.debuglink()) {
             let link = String::from_utf8_lossy(&link).into_owned();
             let full_s = full.to_string_lossy().into_owned();
             let dir = match full_s.rfind('/') {
@@ -97,7 +97,6 @@ fn candidates(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Searc
                 }
             }
         }
-    }
     // BUILD_ID_CACHE, BUILD_ID_CACHE_DEBUGINFO
     if let (Some(dir), Some(bid)) = (search.buildid_dir, bid) {
         let base = if is_vdso { "vdso" } else { "elf" };
@@ -221,11 +220,10 @@ fn failed(mut loaded: Loaded) -> Loaded {
 
 fn name_of(raw: &[u8], search: &Search<'_>) -> Rc<str> {
     let s = String::from_utf8_lossy(raw);
-    if search.demangle {
-        if let Some(d) = demangle(&s) {
+    if search.demangle
+        && let Some(d) = demangle(&s) {
             return d.into();
         }
-    }
     s.into()
 }
 
@@ -423,11 +421,12 @@ fn synthesize_plt_got(loaded: &mut Loaded, elf: &Elf, search: &Search<'_>) -> bo
     }
     let got_data = elf.raw_data(&got).unwrap_or(&[]);
     // get_rela_dyn_info: (r_offset, symbol) of .rela.dyn entries with a symbol.
-    let mut sorted: Option<(Vec<(u64, u32)>, Vec<ElfSym<'_>>)> = None;
-    if elf.e_machine == elf::EM_X86_64 {
-        if let Some((_, rd)) = elf.section_by_name(".rela.dyn") {
-            if rd.sh_link != 0 && rd.sh_entsize != 0 {
-                if let Some(dynsym) = elf.sections.get(rd.sh_link as usize) {
+    type Sorted<'a> = (Vec<(u64, u32)>, Vec<ElfSym<'a>>);
+    let mut sorted: Option<Sorted<'_>> = None;
+    if elf.e_machine == elf::EM_X86_64
+        && let Some((_, rd)) = elf.section_by_name(".rela.dyn")
+            && rd.sh_link != 0 && rd.sh_entsize != 0
+                && let Some(dynsym) = elf.sections.get(rd.sh_link as usize) {
                     let ok = dynsym.sh_link != 0
                         && elf.raw_data(dynsym).is_some()
                         && elf.sections.get(dynsym.sh_link as usize).and_then(|s| elf.raw_data(s)).is_some()
@@ -440,9 +439,6 @@ fn synthesize_plt_got(loaded: &mut Loaded, elf: &Elf, search: &Search<'_>) -> bo
                         sorted = Some((v, elf.symbols(rd.sh_link as usize)));
                     }
                 }
-            }
-        }
-    }
     // perf reads each entry from the section data; do not run past it.
     let limit = got.sh_size.min(got_data.len() as u64);
     let mut i = 0u64;
@@ -452,14 +448,13 @@ fn synthesize_plt_got(loaded: &mut Loaded, elf: &Elf, search: &Search<'_>) -> bo
             let disp = x86_64_plt_disp(got_data.get(i as usize..).unwrap_or(&[]));
             if disp != 0 {
                 let target = got.sh_offset.wrapping_add(i).wrapping_add(disp as u64);
-                if let Ok(pos) = v.binary_search_by_key(&target, |e| e.0) {
-                    if let Some(s) = dynsyms.get(v[pos].1 as usize) {
+                if let Ok(pos) = v.binary_search_by_key(&target, |e| e.0)
+                    && let Some(s) = dynsyms.get(v[pos].1 as usize) {
                         let n = name_of(s.name, search);
                         if !n.is_empty() {
                             name = Some(format!("{n}@plt"));
                         }
                     }
-                }
             }
         }
         let name = name.unwrap_or_else(|| format!("offset_{:#x}@plt", got.sh_offset.wrapping_add(i)));
@@ -518,7 +513,7 @@ pub fn load_perf_map(path: &Path) -> SymTab {
     // perf overwrites the last character of every line it reads, which is
     // the newline except on an unterminated last line.
     match lines.last() {
-        Some(l) if l.is_empty() => {
+        Some([]) => {
             lines.pop();
         }
         Some(l) => {

@@ -184,14 +184,13 @@ impl Symbolizer {
                 // (loading the .ko itself is not supported).
                 kernel = true;
                 let mut l = Loaded::default();
-                if let (Some(k), Some(m)) = (self.kallsyms(dsos), map) {
-                    if let Some(syms) = k.modules.get(&kallsyms::module_name(&long_name)) {
+                if let (Some(k), Some(m)) = (self.kallsyms(dsos), map)
+                    && let Some(syms) = k.modules.get(&kallsyms::module_name(&long_name)) {
                         l.syms.syms = syms
                             .iter()
                             .map(|s| symtab::Sym { start: m.map_ip(s.start), end: m.map_ip(s.end), ..s.clone() })
                             .collect();
                     }
-                }
                 l
             }
             DsoKind::Anon | DsoKind::NoDso => {
@@ -255,7 +254,7 @@ impl Symbolizer {
     pub fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
         let from_text = st.kind == DsoKind::Kernel || is_perf_pid_map_name(&st.long_name);
-        !(from_text && !st.loaded.syms.is_empty())
+        !from_text || st.loaded.syms.is_empty()
     }
 
     /// The symbol containing runtime address `addr` of `map`.
@@ -282,11 +281,10 @@ impl Symbolizer {
             for r in &records {
                 let (func, file, line) = perf_record(r);
                 let mut name: Rc<str> = func.into();
-                if demangle && !st.kernel {
-                    if let Some(d) = demangle::demangle(&name) {
+                if demangle && !st.kernel
+                    && let Some(d) = demangle::demangle(&name) {
                         name = d.into();
                     }
-                }
                 let inlined = *name != *sym.name;
                 if !inlined {
                     name = sym.name.clone();

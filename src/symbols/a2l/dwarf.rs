@@ -15,6 +15,12 @@ use super::lines::{LineHit, LineTable, StrSections};
 use super::reader::Reader;
 
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
+/// A DIE's attributes as (name, raw value).
+type RawAttrs<'a> = Vec<(u16, AttributeValue<R<'a>>)>;
+/// String sections and the string offset base of a unit.
+type StrSecs = (Rc<[u8]>, Rc<[u8]>, Rc<[u8]>, u64, u8);
+/// A variable DIE's attributes, classified, with references and blocks.
+type VarAttrs = Vec<(u16, Val, Option<Ref>, Option<Vec<u8>>)>;
 
 const NONE: u32 = u32::MAX;
 pub const DW_TAG_ENTRY_POINT: u16 = 0x03;
@@ -236,7 +242,7 @@ impl Dwarf {
         if self.le { RunTimeEndian::Little } else { RunTimeEndian::Big }
     }
 
-    fn str_sections(&self, unit: &Unit) -> (Rc<[u8]>, Rc<[u8]>, Rc<[u8]>, u64, u8) {
+    fn str_sections(&self, unit: &Unit) -> StrSecs {
         (self.s.str.clone(), self.s.line_str.clone(), self.s.str_offsets.clone(), unit.str_offsets_base, unit.offset_size)
     }
 
@@ -609,11 +615,10 @@ impl Dwarf {
     /// The unit holding a `.debug_info` offset, reading further units until
     /// it is found (binutils' `find_abstract_instance` for DW_FORM_ref_addr).
     fn unit_containing(&mut self, global: u64) -> Option<usize> {
-        if let Some(i) = self.units.partition_point(|u| u.offset as u64 <= global).checked_sub(1) {
-            if global < self.units[i].end as u64 {
+        if let Some(i) = self.units.partition_point(|u| u.offset as u64 <= global).checked_sub(1)
+            && global < self.units[i].end as u64 {
                 return Some(i);
             }
-        }
         loop {
             let u = self.parse_next()?;
             if (self.units[u].offset as u64..self.units[u].end as u64).contains(&global) {
@@ -628,7 +633,7 @@ impl Dwarf {
 
     /// The attributes of the DIE at `off` (unit-relative) in unit `ui`, or
     /// `None` for a null entry.
-    fn die_attrs(&self, ui: usize, off: u64) -> Result<Option<Vec<(u16, AttributeValue<R<'_>>)>>, ()> {
+    fn die_attrs(&self, ui: usize, off: u64) -> Result<Option<RawAttrs<'_>>, ()> {
         let u = &self.units[ui];
         let start = u.offset.checked_add(usize::try_from(off).map_err(|_| ())?).ok_or(())?;
         let end = self.unit_end(ui);
@@ -709,14 +714,13 @@ impl Dwarf {
             .collect();
         for (n, v, rf) in attrs {
             match (n, v) {
-                (0x03, Val::Str(s)) => {
-                    if name.is_none() {
+                (0x03, Val::Str(s))
+                    if name.is_none() => {
                         *name = s;
                         if name_is_linkage(lang) {
                             *is_linkage = true;
                         }
                     }
-                }
                 (0x47, Val::Int { v, .. }) => {
                     let rf = rf.unwrap_or(Ref::Local(v));
                     if !self.find_abstract_instance(ui, rf, depth + 1, name, is_linkage, decl) {
@@ -834,14 +838,13 @@ impl Dwarf {
                                 return None;
                             }
                         }
-                        (0x03, Val::Str(s)) => {
-                            if f.name.is_none() {
+                        (0x03, Val::Str(s))
+                            if f.name.is_none() => {
                                 f.name = s;
                                 if name_is_linkage(lang) {
                                     f.is_linkage = true;
                                 }
                             }
-                        }
                         (0x6e | 0x2007, Val::Str(s)) => {
                             f.name = s;
                             f.is_linkage = true;
@@ -870,11 +873,10 @@ impl Dwarf {
             } else {
                 nested[lv] = NONE;
             }
-            if is_var {
-                if let Some(v) = self.scan_var(ui, attrs) {
+            if is_var
+                && let Some(v) = self.scan_var(ui, attrs) {
                     vars.push(v);
                 }
-            }
             if abbrev.has_children() {
                 level += 1;
                 let lv = level as usize;
@@ -890,7 +892,7 @@ impl Dwarf {
 
     /// The `varinfo` of a variable or member DIE, if it has a static
     /// address (binutils' `stack` false).
-    fn scan_var(&mut self, ui: usize, attrs: Vec<(u16, AttributeValue<R<'_>>)>) -> Option<Var> {
+    fn scan_var(&mut self, ui: usize, attrs: RawAttrs<'_>) -> Option<Var> {
         // Only variables with DW_AT_external or a DW_OP_addr location can
         // ever match; skip the others (most are locals) cheaply.
         let is_static = attrs.iter().any(|(n, raw)| match (*n, raw) {
@@ -904,7 +906,7 @@ impl Dwarf {
         }
         let unit = &self.units[ui];
         let addr_size = unit.addr_size;
-        let vals: Vec<(u16, Val, Option<Ref>, Option<Vec<u8>>)> = attrs
+        let vals: VarAttrs = attrs
             .into_iter()
             .map(|(n, raw)| {
                 let rf = match raw {
@@ -944,15 +946,14 @@ impl Dwarf {
                 (0x3b, Val::Int { v, .. }) => var.line = v as u32,
                 (0x3f, Val::Int { v, .. }) if v != 0 => stack = false,
                 (0x02, _) => {
-                    if let Some(b) = blk {
-                        if b.first() == Some(&0x03) {
+                    if let Some(b) = blk
+                        && b.first() == Some(&0x03) {
                             stack = false;
                             if b.len() == addr_size as usize + 1 {
                                 let mut r = Reader::new(&b[1..], self.le);
                                 var.addr = r.addr(addr_size);
                             }
                         }
-                    }
                 }
                 _ => {}
             }

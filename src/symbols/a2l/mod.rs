@@ -187,11 +187,10 @@ impl Session {
                 }
             }
         }
-        if let (Some(ui), Some(fi)) = (core.unit, core.func) {
-            if d.func(ui, fi).tag == DW_TAG_INLINED_SUBROUTINE {
+        if let (Some(ui), Some(fi)) = (core.unit, core.func)
+            && d.func(ui, fi).tag == DW_TAG_INLINED_SUBROUTINE {
                 chain = Some((ui, fi));
             }
-        }
         let _ = sec;
         found.then_some((Record { function: name, file, line }, chain))
     }
