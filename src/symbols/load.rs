@@ -22,15 +22,17 @@ pub struct Search<'a> {
 }
 
 impl Search<'_> {
-    /// perf's `__symbol__join_symfs`.
+    /// perf's `__symbol__join_symfs`: `symfs + "/" + path` (a symfs of `/`
+    /// counts as none).
     pub fn join(&self, path: &str) -> PathBuf {
         match self.symfs {
-            Some(s) => {
+            Some(s) if !s.as_os_str().is_empty() && s != Path::new("/") => {
                 let mut p = s.as_os_str().to_owned();
+                p.push("/");
                 p.push(path);
                 PathBuf::from(p)
             }
-            None => PathBuf::from(path),
+            _ => PathBuf::from(path),
         }
     }
 }
@@ -546,6 +548,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn symfs_join_like_perf() {
+        let s = Search { symfs: Some(Path::new("/sym")), buildid_dir: None, demangle: true };
+        assert_eq!(s.join("/usr/lib/x"), PathBuf::from("/sym//usr/lib/x"));
+        assert_eq!(s.join("[vdso]"), PathBuf::from("/sym/[vdso]"));
+        let root = Search { symfs: Some(Path::new("/")), ..s };
+        assert_eq!(root.join("/usr/lib/x"), PathBuf::from("/usr/lib/x"));
+    }
+
+    #[test]
     fn build_id_trailing_zeros() {
         let mut a = vec![1u8; 16];
         a.resize(20, 0);
@@ -586,7 +597,7 @@ mod tests {
         let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
         let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
         let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
-        assert!(src.ends_with("/usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
+        assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
         let names: Vec<&str> = l.syms.syms.iter().map(|s| &*s.name).collect();
         assert!(names.contains(&"msort_with_tmp.part.0"));
         assert!(names.contains(&"__GI___libc_write"));

@@ -124,6 +124,11 @@ impl Symbolizer {
         }
     }
 
+    /// The symfs as perf uses it (`/` is the same as none).
+    fn symfs(&self) -> Option<PathBuf> {
+        self.config.symfs.clone().filter(|s| !s.as_os_str().is_empty() && s != Path::new("/"))
+    }
+
     fn state(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> &mut DsoState {
         self.state_for(dsos, id, None)
     }
@@ -166,9 +171,9 @@ impl Symbolizer {
             _ => long_name.clone(),
         };
         let bid = dso.build_id.clone().or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
-        let symfs = self.config.symfs.as_deref();
+        let symfs = self.symfs();
         let bdir = self.buildid_dir();
-        let search = Search { symfs, buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
+        let search = Search { symfs: symfs.as_deref(), buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
         let mut kernel = false;
         let loaded = match dso.kind {
             DsoKind::Kernel => {
@@ -270,7 +275,7 @@ impl Symbolizer {
     pub fn inlines(&mut self, dsos: &Dsos, map: &Map, addr: u64, sym: &Symbol) -> Rc<[InlineEntry]> {
         let demangle = self.config.demangle;
         let full = self.config.full_source_path;
-        let symfs = self.config.symfs.clone();
+        let symfs = self.symfs();
         let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if let Some(v) = st.inlines.get(&objdump) {
@@ -302,7 +307,7 @@ impl Symbolizer {
     /// prints nothing.
     pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
         let full = self.config.full_source_path;
-        let symfs = self.config.symfs.clone();
+        let symfs = self.symfs();
         let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if st.has_srcline {
