@@ -48,6 +48,9 @@ pub struct Dso {
     pub kind: DsoKind,
     /// From an MMAP2 record or the BUILD_ID table.
     pub build_id: Option<Vec<u8>>,
+    /// The kernel's relocation reference symbol (`_text` at the address the
+    /// kernel MMAP record gives as pgoff), used to shift kallsyms addresses.
+    pub ref_reloc: Option<(Rc<str>, u64)>,
 }
 
 #[derive(Debug, Default)]
@@ -63,7 +66,7 @@ impl Dsos {
         }
         let id = self.list.len() as DsoId;
         let name: Rc<str> = name.into();
-        self.list.push(Dso { name: name.clone(), kind, build_id: None });
+        self.list.push(Dso { name: name.clone(), kind, build_id: None, ref_reloc: None });
         self.by_name.insert(name, id);
         id
     }
@@ -78,6 +81,10 @@ impl Dsos {
 
     pub fn set_build_id(&mut self, id: DsoId, build_id: Vec<u8>) {
         self.list[id as usize].build_id = Some(build_id);
+    }
+
+    pub fn set_ref_reloc(&mut self, id: DsoId, name: &str, addr: u64) {
+        self.list[id as usize].ref_reloc = Some((name.into(), addr));
     }
 
     pub fn len(&self) -> usize {

@@ -117,6 +117,11 @@ impl Maps {
         self.by_start.insert(map.start, map);
     }
 
+    /// Removes the map starting at `start`.
+    pub fn remove(&mut self, start: u64) -> Option<Map> {
+        self.by_start.remove(&start)
+    }
+
     /// Removes every map that overlaps `[start, end)` entirely (used when a
     /// kernel symbol goes away).
     pub fn remove_range(&mut self, start: u64, end: u64) {

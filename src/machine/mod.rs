@@ -84,6 +84,8 @@ pub struct Machine {
     threads: HashMap<i32, Thread>,
     pub dsos: Dsos,
     pub kernel_maps: Maps,
+    /// Kernel DSOs whose map was already resized to their symbols.
+    kernel_loaded: Vec<DsoId>,
 }
 
 impl Default for Machine {
@@ -96,7 +98,7 @@ impl Machine {
     /// A machine that knows the idle task (0/0) as `swapper`, as perf
     /// registers it before reading.
     pub fn new() -> Machine {
-        let mut m = Machine { threads: HashMap::new(), dsos: Dsos::default(), kernel_maps: Maps::default() };
+        let mut m = Machine { threads: HashMap::new(), dsos: Dsos::default(), kernel_maps: Maps::default(), kernel_loaded: Vec::new() };
         m.findnew_thread(0, 0).comm = Some("swapper".into());
         m
     }
@@ -201,9 +203,37 @@ impl Machine {
             (filename.to_string(), DsoKind::KernelModule, MapKind::Dso)
         };
         let dso = self.dsos.findnew(&name, kind);
+        // perf's machine__process_kernel_mmap_event: "[kernel.kallsyms]_text"
+        // names the reference symbol, pgoff is its address (0 under
+        // kptr_restrict, then unused).
+        if kind == DsoKind::Kernel && m.pgoff != 0 {
+            let sym = &filename["[kernel.kallsyms]".len()..];
+            self.dsos.set_ref_reloc(dso, sym, m.pgoff);
+        }
         let end = if m.start == 0 && m.len == 0 { u64::MAX } else { m.start.wrapping_add(m.len) };
         let end = if end < m.start { u64::MAX } else { end };
-        self.kernel_maps.insert(Map { start: m.start, end, pgoff: m.pgoff, dso, kind: map_kind, prot: PROT_EXEC, flags: 0 });
+        // Module maps start at file offset 0 (perf's map__new2).
+        let pgoff = if kind == DsoKind::Kernel { m.pgoff } else { 0 };
+        self.kernel_maps.insert(Map { start: m.start, end, pgoff, dso, kind: map_kind, prot: PROT_EXEC, flags: 0 });
+    }
+
+    /// True until the kernel map of `dso` was loaded (see
+    /// [`Machine::fixup_kernel_map`]).
+    pub fn kernel_map_unloaded(&self, map: &Map) -> bool {
+        self.dsos.get(map.dso).kind == DsoKind::Kernel && !self.kernel_loaded.contains(&map.dso)
+    }
+
+    /// perf loads the kernel DSO the first time one of its maps is used
+    /// (`thread__find_map`), then resizes the map to cover its symbols, from
+    /// the first symbol's start to the last one's end (`map__fixup_start`,
+    /// `map__fixup_end`). Returns the map as it is now.
+    pub fn fixup_kernel_map(&mut self, map: &Map, range: Option<(u64, u64)>) -> Map {
+        self.kernel_loaded.push(map.dso);
+        let Some((start, end)) = range else { return *map };
+        let new = Map { start, end, ..*map };
+        self.kernel_maps.remove(map.start);
+        self.kernel_maps.insert(new);
+        new
     }
 
     /// The map that holds `addr` for `tid` in `mode` (perf's `thread__find_map`).

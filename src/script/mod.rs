@@ -108,6 +108,8 @@ struct Frame {
     map: Option<Map>,
     sym: Option<Symbol>,
     inlined: bool,
+    /// An inline-list entry's own `file:line` (perf's `node->srcline`).
+    srcline: Option<Rc<str>>,
 }
 
 /// The `perf script` tool: keeps the machine current and prints samples.
@@ -544,7 +546,7 @@ impl<W: Write> Script<W> {
     /// Adds the line(s) for one callchain address: the inline chain when
     /// perf would show one, else the symbol.
     fn push_frames(&mut self, tid: i32, mode: CpuMode, ip: u64) {
-        let map = self.machine.find_map(tid, mode, ip);
+        let map = self.find_map(tid, mode, ip);
         let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&self.machine.dsos, m, ip));
         if self.symbolizer.config.inline {
             if let (Some(m), Some(s)) = (map.as_ref(), sym.as_ref()) {
@@ -552,13 +554,24 @@ impl<W: Write> Script<W> {
                 if !inlines.is_empty() {
                     for e in inlines.iter() {
                         let sym = Symbol { name: e.name.clone(), start: s.start, end: s.end };
-                        self.frames.push(Frame { ip, map: Some(*m), sym: Some(sym), inlined: e.inlined });
+                        self.frames.push(Frame { ip, map: Some(*m), sym: Some(sym), inlined: e.inlined, srcline: Some(e.srcline.clone()) });
                     }
                     return;
                 }
             }
         }
-        self.frames.push(Frame { ip, map, sym, inlined: false });
+        self.frames.push(Frame { ip, map, sym, inlined: false, srcline: None });
+    }
+
+    /// perf's `thread__find_map`: a kernel map is loaded when first used,
+    /// which resizes it to its symbols.
+    fn find_map(&mut self, tid: i32, mode: CpuMode, ip: u64) -> Option<Map> {
+        let map = self.machine.find_map(tid, mode, ip)?;
+        if self.machine.kernel_map_unloaded(&map) {
+            let range = self.symbolizer.kernel_map_range(&self.machine.dsos, map.dso);
+            return Some(self.machine.fixup_kernel_map(&map, range));
+        }
+        Some(map)
     }
 
     /// perf's `sample__fprintf_callchain`.
@@ -582,7 +595,13 @@ impl<W: Write> Script<W> {
                 self.dsoname(fr.map.as_ref(), opts.dsoff, addr);
             }
             if opts.srcline {
-                self.srcline(fr.map.as_ref(), fr.ip, fr.sym.as_ref());
+                match &fr.srcline {
+                    Some(line) => {
+                        self.buf.extend_from_slice(b"\n  ");
+                        self.buf.extend_from_slice(line.as_bytes());
+                    }
+                    None => self.srcline(fr.map.as_ref(), fr.ip, None),
+                }
             }
             if fr.inlined {
                 self.buf.extend_from_slice(b" (inlined)");
@@ -594,7 +613,7 @@ impl<W: Write> Script<W> {
 
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
     fn print_ip_line(&mut self, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
-        let map = self.machine.find_map(tid, mode, ip);
+        let map = self.find_map(tid, mode, ip);
         let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&self.machine.dsos, m, ip));
         let addr = map.map(|m| m.map_ip(ip)).unwrap_or(ip);
         if opts.ip {
@@ -638,7 +657,7 @@ impl<W: Write> Script<W> {
             Some(m) => {
                 let dso = self.machine.dsos.get(m.dso);
                 self.buf.extend_from_slice(dso.name.as_bytes());
-                if dsoff && dso.kind == crate::machine::DsoKind::File {
+                if dsoff && self.symbolizer.is_object_file(&self.machine.dsos, m.dso) {
                     self.buf.extend_from_slice(b"+0x");
                     format::hex(&mut self.buf, addr, 0);
                 }

@@ -3,12 +3,29 @@
 //!
 //! Interface used by [`crate::script`]; all lookups are cached here per
 //! (dso, address), and every DSO's symbols and DWARF are loaded once, lazily.
+//!
+//! | piece | perf | here |
+//! |---|---|---|
+//! | finding the file, `.symtab`/`.dynsym`, PLT | `dso__load`, `symbol-elf.c` | [`load`] |
+//! | symbol order, ends, aliases | `symbol.c` | [`symtab`] |
+//! | kernel symbols | `dso__load_kallsyms` | [`kallsyms`] |
+//! | names | `demangle_sym` | [`demangle`] |
 
-use std::path::PathBuf;
+pub mod a2l;
+pub mod demangle;
+pub mod elf;
+pub mod kallsyms;
+pub mod load;
+pub mod symtab;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::machine::{Dsos, Map};
+use crate::machine::{DsoKind, Dsos, Map};
 use crate::perf_data::features::BuildIdEntry;
+
+use load::{Loaded, Search};
 
 /// Where and how to look for symbols.
 #[derive(Debug, Clone, Default)]
@@ -40,37 +57,409 @@ pub struct InlineEntry {
     /// True when the name differs from the ELF symbol's (perf prints
     /// `(inlined)` instead of the dso then).
     pub inlined: bool,
+    /// `file:line` of this entry (the call site for callers).
+    pub srcline: Rc<str>,
 }
+
+/// What perf knows about one DSO once it tried to load it.
+struct DsoState {
+    loaded: Loaded,
+    kind: DsoKind,
+    kernel: bool,
+    long_name: Rc<str>,
+    short_name: Rc<str>,
+    /// The file addr2line would run on has a `.debug_line` section
+    /// (`None`: not checked yet).
+    has_debug_line: Option<bool>,
+    /// The addr2line "process" (perf's `dso->a2l`).
+    a2l: Option<a2l::Session>,
+    /// perf's `dso->has_srcline` and `dso->a2l_fails`.
+    has_srcline: bool,
+    a2l_fails: u32,
+    /// perf's `dso->inlined_nodes`, by objdump address.
+    inlines: HashMap<u64, Rc<[InlineEntry]>>,
+    /// Source lines by objdump address, with the addr2line generation they
+    /// were computed at (a repeated query in the same state changes
+    /// nothing and answers the same).
+    srclines: HashMap<u64, (u64, Option<Rc<str>>)>,
+    /// `dso[addr]` fallbacks by objdump address.
+    fallbacks: HashMap<u64, Rc<str>>,
+}
+
+/// perf gives up on a DSO's source lines after this many failures in a row
+/// (`A2L_FAIL_LIMIT`).
+const A2L_FAIL_LIMIT: u32 = 123;
 
 pub struct Symbolizer {
     pub config: SymbolConfig,
-    build_ids: Vec<BuildIdEntry>,
+    build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    dsos: Vec<Option<DsoState>>,
+    /// The kernel symbol file, read once (`None` inside: unavailable).
+    kallsyms: Option<Option<Rc<kallsyms::Kallsyms>>>,
 }
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
-        Symbolizer { config, build_ids: Vec::new() }
+        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None }
     }
 
     /// The BUILD_ID table of the input (file mode: a feature section; pipe
     /// mode: HEADER_BUILD_ID records).
     pub fn set_build_ids(&mut self, entries: Vec<BuildIdEntry>) {
-        self.build_ids = entries;
+        for e in entries {
+            self.build_ids.insert(e.filename, e.build_id);
+        }
+    }
+
+    /// perf uses `<symfs>/.debug` as the build-id cache when a symfs is
+    /// given (`symbol__config_symfs`).
+    fn buildid_dir(&self) -> Option<PathBuf> {
+        match &self.config.symfs {
+            Some(s) => {
+                let mut p = s.as_os_str().to_owned();
+                p.push("/.debug");
+                Some(PathBuf::from(p))
+            }
+            None => self.config.buildid_dir.clone(),
+        }
+    }
+
+    /// The symfs as perf uses it (`/` is the same as none).
+    fn symfs(&self) -> Option<PathBuf> {
+        self.config.symfs.clone().filter(|s| !s.as_os_str().is_empty() && s != Path::new("/"))
+    }
+
+    fn state(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> &mut DsoState {
+        self.state_for(dsos, id, None)
+    }
+
+    fn state_for(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> &mut DsoState {
+        let i = id as usize;
+        if self.dsos.len() <= i {
+            self.dsos.resize_with(i + 1, || None);
+        }
+        if self.dsos[i].is_none() {
+            let st = self.load(dsos, id, map);
+            self.dsos[i] = Some(st);
+        }
+        self.dsos[i].as_mut().expect("just loaded")
+    }
+
+    /// The kallsyms file, parsed once with the kernel's relocation
+    /// reference.
+    fn kallsyms(&mut self, dsos: &Dsos) -> Option<Rc<kallsyms::Kallsyms>> {
+        if let Some(k) = &self.kallsyms {
+            return k.clone();
+        }
+        let kernel = (0..dsos.len() as u32).map(|i| dsos.get(i)).find(|d| d.kind == DsoKind::Kernel);
+        let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(d.name.as_bytes()).cloned()));
+        let rr = kernel.and_then(|d| d.ref_reloc.clone());
+        let k = self
+            .kallsyms_path(bid.as_deref())
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|data| kallsyms::load_all(&data, rr.as_ref().map(|(n, a)| (&**n, *a))))
+            .map(Rc::new);
+        self.kallsyms = Some(k.clone());
+        k
+    }
+
+    fn load(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> DsoState {
+        let dso = dsos.get(id);
+        let long_name = dso.name.clone();
+        let short_name: Rc<str> = match long_name.rfind('/') {
+            Some(p) if dso.kind != DsoKind::Kernel => long_name[p + 1..].into(),
+            _ => long_name.clone(),
+        };
+        let bid = dso.build_id.clone().or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
+        let symfs = self.symfs();
+        let bdir = self.buildid_dir();
+        let search = Search { symfs: symfs.as_deref(), buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
+        let mut kernel = false;
+        let loaded = match dso.kind {
+            DsoKind::Kernel => {
+                kernel = true;
+                let mut l = Loaded::default();
+                if let Some(k) = self.kallsyms(dsos) {
+                    l.syms = k.kernel.clone();
+                }
+                l
+            }
+            DsoKind::KernelModule => {
+                // Module symbols from kallsyms, relative to the module map
+                // (loading the .ko itself is not supported).
+                kernel = true;
+                let mut l = Loaded::default();
+                if let (Some(k), Some(m)) = (self.kallsyms(dsos), map)
+                    && let Some(syms) = k.modules.get(&kallsyms::module_name(&long_name)) {
+                        l.syms.syms = syms
+                            .iter()
+                            .map(|s| symtab::Sym { start: m.map_ip(s.start), end: m.map_ip(s.end), ..s.clone() })
+                            .collect();
+                    }
+                l
+            }
+            DsoKind::Anon | DsoKind::NoDso => {
+                if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+                    Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
+                } else {
+                    Loaded::default()
+                }
+            }
+            DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo => {
+                if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+                    Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
+                } else {
+                    load::load_user_dso(&long_name, bid.as_deref(), dso.kind == DsoKind::Vdso, &search)
+                }
+            }
+        };
+        DsoState { loaded, kind: dso.kind, kernel, long_name, short_name, has_debug_line: None, a2l: None, has_srcline: true,
+            a2l_fails: 0,
+            inlines: HashMap::new(),
+            srclines: HashMap::new(),
+            fallbacks: HashMap::new(),
+        }
+    }
+
+    /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
+    /// symfs) /proc/kallsyms when the build-id matches the running kernel or
+    /// is unknown, else a kallsyms copy in the build-id cache.
+    fn kallsyms_path(&self, bid: Option<&[u8]>) -> Option<PathBuf> {
+        if let Some(k) = &self.config.kallsyms {
+            return Some(k.clone());
+        }
+        if self.config.symfs.is_some() {
+            return None;
+        }
+        let Some(bid) = bid else { return Some(PathBuf::from("/proc/kallsyms")) };
+        let host = std::fs::read("/sys/kernel/notes").ok().and_then(|d| notes_build_id(&d));
+        if host.as_deref().is_some_and(|h| load::build_id_equal(bid, h)) {
+            return Some(PathBuf::from("/proc/kallsyms"));
+        }
+        let dir = self.buildid_dir()?;
+        let h: String = bid.iter().map(|b| format!("{b:02x}")).collect();
+        let base = dir.join("[kernel.kallsyms]").join(&h);
+        let new = base.join("kallsyms");
+        if new.exists() {
+            return Some(new);
+        }
+        base.exists().then_some(base)
+    }
+
+    /// Loads a kernel DSO and returns the range its map takes afterwards
+    /// (first symbol's start, last symbol's end), if it has symbols.
+    pub fn kernel_map_range(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> Option<(u64, u64)> {
+        let st = self.state(dsos, dso);
+        let syms = &st.loaded.syms.syms;
+        Some((syms.first()?.start, syms.last()?.end))
+    }
+
+    /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
+    /// from kallsyms or a perf map (`-F dsoff` prints no offset for them).
+    pub fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
+        let st = self.state(dsos, dso);
+        let from_text = st.kind == DsoKind::Kernel || is_perf_pid_map_name(&st.long_name);
+        !from_text || st.loaded.syms.is_empty()
     }
 
     /// The symbol containing runtime address `addr` of `map`.
-    pub fn find_symbol(&mut self, _dsos: &Dsos, _map: &Map, _addr: u64) -> Option<Symbol> {
-        let _ = &self.build_ids;
-        None
+    pub fn find_symbol(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<Symbol> {
+        let st = self.state_for(dsos, map.dso, Some(map));
+        let rel = map.map_ip(addr);
+        st.loaded.syms.find(rel).map(|s| Symbol { name: s.name.clone(), start: s.start, end: s.end })
     }
 
-    /// perf's inline list for a callchain address (empty: print `sym` alone).
-    pub fn inlines(&mut self, _dsos: &Dsos, _map: &Map, _addr: u64, _sym: &Symbol) -> Rc<[InlineEntry]> {
-        Rc::from(Vec::new())
+    /// perf's inline list for a callchain address (empty: print `sym`
+    /// alone): `append_inlines` / `dso__parse_addr_inlines`, cached per
+    /// (dso, address) like perf's `inlined_nodes`.
+    pub fn inlines(&mut self, dsos: &Dsos, map: &Map, addr: u64, sym: &Symbol) -> Rc<[InlineEntry]> {
+        let demangle = self.config.demangle;
+        let full = self.config.full_source_path;
+        let symfs = self.symfs();
+        let st = self.state_for(dsos, map.dso, Some(map));
+        let objdump = rip_2objdump(st, map.map_ip(addr));
+        if let Some(v) = st.inlines.get(&objdump) {
+            return v.clone();
+        }
+        let mut out = Vec::new();
+        if let Some(records) = a2l_query(st, symfs.as_deref(), objdump) {
+            for r in &records {
+                let (func, file, line) = perf_record(r);
+                let mut name: Rc<str> = func.into();
+                if demangle && !st.kernel
+                    && let Some(d) = demangle::demangle(&name) {
+                        name = d.into();
+                    }
+                let inlined = *name != *sym.name;
+                if !inlined {
+                    name = sym.name.clone();
+                }
+                out.push(InlineEntry { name, inlined, srcline: srcline_from_fileline(&file, line, full) });
+            }
+        }
+        let v: Rc<[InlineEntry]> = out.into();
+        st.inlines.insert(objdump, v.clone());
+        v
     }
 
-    /// The source line perf prints for `addr`, or `None` when unknown.
-    pub fn srcline(&mut self, _dsos: &Dsos, _map: &Map, _addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
-        None
+    /// The source line perf prints for `addr` (`map__fprintf_srcline`:
+    /// `__get_srcline` with its fallback `dso[addr]`), or `None` when perf
+    /// prints nothing.
+    pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
+        let full = self.config.full_source_path;
+        let symfs = self.symfs();
+        let st = self.state_for(dsos, map.dso, Some(map));
+        let objdump = rip_2objdump(st, map.map_ip(addr));
+        if st.has_srcline {
+            let cached = match (st.srclines.get(&objdump), st.a2l.as_ref()) {
+                (Some((g, r)), Some(sess)) if *g == sess.generation() => Some(r.clone()),
+                _ => None,
+            };
+            let line = match cached {
+                Some(r) => r,
+                None => {
+                    let generation = st.a2l.as_ref().map(|s| s.generation());
+                    let r = a2l_first(st, symfs.as_deref(), objdump).map(|rec| {
+                        let (_, file, line) = perf_record(&rec);
+                        srcline_from_fileline(&file, line, full)
+                    });
+                    if let (Some(g), Some(_)) = (generation, st.a2l.as_ref()) {
+                        st.srclines.insert(objdump, (g, r.clone()));
+                    }
+                    r
+                }
+            };
+            if let Some(line) = line {
+                st.a2l_fails = 0;
+                return Some(line);
+            }
+            st.a2l_fails += 1;
+            if st.a2l_fails > A2L_FAIL_LIMIT {
+                st.has_srcline = false;
+                st.a2l = None;
+                st.srclines.clear();
+            }
+        }
+        let short = st.short_name.clone();
+        Some(st.fallbacks.entry(objdump).or_insert_with(|| format!("{short}[{objdump:x}]").into()).clone())
+    }
+}
+
+/// perf's `srcline_dso_name`: the file addr2line runs on.
+///
+/// Without a `.symtab` file perf falls back to the recorded path itself,
+/// outside the symfs; pstitch looks it up under the symfs, so that results
+/// do not depend on the files of the machine it runs on (perf-ref, in a
+/// chroot, does not see the host's files either).
+fn srcline_dso_name(st: &DsoState, symfs: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = &st.loaded.symsrc {
+        return Some(p.clone());
+    }
+    let n = &*st.long_name;
+    if n.starts_with('[') || is_perf_pid_map_name(n) {
+        return None;
+    }
+    Some(Search { symfs, buildid_dir: None, demangle: false }.join(n))
+}
+
+fn is_perf_pid_map_name(n: &str) -> bool {
+    n.strip_prefix("/tmp/perf-").and_then(|r| r.strip_suffix(".map")).is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// perf's `cmd__addr2line` session for a DSO: started on first use, if the
+/// file has a `.debug_line` section.
+fn a2l_session<'a>(st: &'a mut DsoState, symfs: Option<&Path>) -> Option<&'a mut a2l::Session> {
+    if st.a2l.is_none() {
+        let path = srcline_dso_name(st, symfs)?;
+        let has = *st.has_debug_line.get_or_insert_with(|| elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some()));
+        if !has {
+            return None;
+        }
+        st.a2l = Some(a2l::Session::new(elf::Elf::open(&path)?));
+    }
+    st.a2l.as_mut()
+}
+
+/// `None` when addr2line has nothing (or cannot run), else its records.
+fn a2l_query(st: &mut DsoState, symfs: Option<&Path>, addr: u64) -> Option<Vec<a2l::Record>> {
+    a2l_session(st, symfs)?.query(addr)
+}
+
+/// [`a2l_query`] for the first record only.
+fn a2l_first(st: &mut DsoState, symfs: Option<&Path>, addr: u64) -> Option<a2l::Record> {
+    a2l_session(st, symfs)?.first(addr).map(|(r, _)| r)
+}
+
+/// What perf makes of one addr2line record (`read_addr2line_record`,
+/// `filename_split`): function (trimmed), file, line.
+fn perf_record(r: &a2l::Record) -> (String, String, u32) {
+    let func = r.function.as_deref().unwrap_or("??").trim().to_string();
+    let file = r.file.as_deref().unwrap_or("??");
+    let text = if r.line != 0 { format!("{file}:{}", r.line) } else { format!("{file}:?") };
+    // The first ':' splits, whatever the file name contains.
+    let (f, rest) = text.split_once(':').unwrap_or((&text, ""));
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let line = digits.parse::<u64>().map(|v| v as u32).unwrap_or(0);
+    (func, f.to_string(), line)
+}
+
+/// perf's `srcline_from_fileline`.
+fn srcline_from_fileline(file: &str, line: u32, full: bool) -> Rc<str> {
+    let f = if full { file } else { file.rsplit('/').next().unwrap_or(file) };
+    format!("{f}:{line}").into()
+}
+
+/// perf's `map__rip_2objdump` for user DSOs and kallsyms.
+fn rip_2objdump(st: &DsoState, rel: u64) -> u64 {
+    if !st.loaded.adjust_symbols {
+        return rel;
+    }
+    rel.wrapping_add(st.loaded.text_offset)
+}
+
+/// perf's `sysfs__read_build_id` on /sys/kernel/notes.
+fn notes_build_id(d: &[u8]) -> Option<Vec<u8>> {
+    let mut off = 0;
+    let rd = |o: usize| -> Option<u32> { Some(u32::from_ne_bytes(d.get(o..o + 4)?.try_into().ok()?)) };
+    while off + 12 <= d.len() {
+        let (namesz, descsz, ntype) = (rd(off)? as usize, rd(off + 4)? as usize, rd(off + 8)?);
+        let a = |n: usize| (n + 3) & !3;
+        let name = d.get(off + 12..off + 12 + a(namesz))?;
+        let desc_off = off + 12 + a(namesz);
+        if ntype == 3 && namesz == 4 && name.starts_with(b"GNU\0") {
+            let n = a(descsz).min(20);
+            return d.get(desc_off..desc_off + n).map(<[u8]>::to_vec);
+        }
+        off = desc_off + a(descsz);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(f: Option<&str>, file: Option<&str>, line: u32) -> a2l::Record {
+        a2l::Record { function: f.map(Into::into), file: file.map(Into::into), line }
+    }
+
+    #[test]
+    fn addr2line_records_as_perf_reads_them() {
+        assert_eq!(perf_record(&rec(Some(" f "), Some("/a/b.c"), 12)), ("f".into(), "/a/b.c".into(), 12));
+        // No line: "file:?" parses as line 0; no file: "??".
+        assert_eq!(perf_record(&rec(None, None, 0)), ("??".into(), "??".into(), 0));
+        // The first ':' splits, even inside a file name.
+        assert_eq!(perf_record(&rec(Some("f"), Some("C:/x.c"), 3)), ("f".into(), "C".into(), 0));
+        assert_eq!(&*srcline_from_fileline("/a/b.c", 7, false), "b.c:7");
+        assert_eq!(&*srcline_from_fileline("/a/b.c", 7, true), "/a/b.c:7");
+        assert_eq!(&*srcline_from_fileline("", 0, false), ":0");
+    }
+
+    #[test]
+    fn perf_map_names() {
+        assert!(is_perf_pid_map_name("/tmp/perf-123.map"));
+        assert!(!is_perf_pid_map_name("/tmp/perf-.map"));
+        assert!(!is_perf_pid_map_name("/tmp/perf-12x.map"));
+        assert!(!is_perf_pid_map_name("/usr/lib/libc.so.6"));
     }
 }

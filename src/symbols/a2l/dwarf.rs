@@ -1,0 +1,1055 @@
+//! DWARF units and their function tables as binutils' `bfd/dwarf2.c` sees
+//! them: `parse_comp_unit` (unit ranges, language, comp_dir),
+//! `scan_unit_for_symbols` (one `funcinfo` per subprogram, entry point and
+//! inlined subroutine, its caller, call site and address ranges, its name
+//! from `find_abstract_instance`), `lookup_address_in_function_table` (the
+//! smallest range containing the address) and the mutable "is this a
+//! linkage name" state that `addr2line` keeps between queries.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use gimli::{Abbreviations, AttributeValue, DebugAbbrev, DebugAbbrevOffset, DebugInfo, EndianSlice, RunTimeEndian, UnitOffset};
+
+use super::lines::{LineHit, LineTable, StrSections};
+use super::reader::Reader;
+
+type R<'a> = EndianSlice<'a, RunTimeEndian>;
+/// A DIE's attributes as (name, raw value).
+type RawAttrs<'a> = Vec<(u16, AttributeValue<R<'a>>)>;
+/// String sections and the string offset base of a unit.
+type StrSecs = (Rc<[u8]>, Rc<[u8]>, Rc<[u8]>, u64, u8);
+/// A variable DIE's attributes, classified, with references and blocks.
+type VarAttrs = Vec<(u16, Val, Option<Ref>, Option<Vec<u8>>)>;
+
+const NONE: u32 = u32::MAX;
+pub const DW_TAG_ENTRY_POINT: u16 = 0x03;
+pub const DW_TAG_INLINED_SUBROUTINE: u16 = 0x1d;
+pub const DW_TAG_SUBPROGRAM: u16 = 0x2e;
+const DW_TAG_COMPILE_UNIT: u16 = 0x11;
+
+/// The debug sections, decompressed.
+#[derive(Default, Clone)]
+pub struct Sections {
+    pub info: Rc<[u8]>,
+    pub abbrev: Rc<[u8]>,
+    pub line: Rc<[u8]>,
+    pub str: Rc<[u8]>,
+    pub line_str: Rc<[u8]>,
+    pub ranges: Rc<[u8]>,
+    pub rnglists: Rc<[u8]>,
+    pub addr: Rc<[u8]>,
+    pub str_offsets: Rc<[u8]>,
+    /// `.debug_ranges` / `.debug_rnglists` exist (binutils fails a range
+    /// read when the section is missing).
+    pub has_ranges: bool,
+    pub has_rnglists: bool,
+}
+
+/// binutils' address range list (`struct arange`): the first range, then
+/// ranges inserted right after it.
+#[derive(Debug, Default, Clone)]
+pub struct Aranges(pub Vec<(u64, u64)>);
+
+impl Aranges {
+    /// binutils' `arange_add`.
+    pub fn add(&mut self, low: u64, high: u64) {
+        if low == high {
+            return;
+        }
+        if self.0.is_empty() || self.0[0].1 == 0 {
+            if self.0.is_empty() {
+                self.0.push((low, high));
+            } else {
+                self.0[0] = (low, high);
+            }
+            return;
+        }
+        for a in self.0.iter_mut() {
+            if low == a.1 {
+                a.1 = high;
+                return;
+            }
+            if high == a.0 {
+                a.0 = low;
+                return;
+            }
+        }
+        self.0.insert(1, (low, high));
+    }
+
+    pub fn contains(&self, addr: u64) -> bool {
+        self.0.iter().any(|&(l, h)| addr >= l && addr < h)
+    }
+
+    pub fn first_low(&self) -> u64 {
+        self.0.first().map(|a| a.0).unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Func {
+    pub tag: u16,
+    pub caller: u32,
+    pub caller_file: Option<Rc<str>>,
+    pub caller_line: u32,
+    pub name: Option<Rc<str>>,
+    pub is_linkage: bool,
+    pub aranges: Aranges,
+}
+
+struct Lookup {
+    func: u32,
+    low: u64,
+    high: u64,
+}
+
+/// A variable with a static address (binutils' `varinfo` with `stack`
+/// false); only these can match a symbol lookup.
+#[derive(Debug, Clone)]
+pub struct Var {
+    pub name: Option<Rc<str>>,
+    pub file: Option<Rc<str>>,
+    pub line: u32,
+    pub addr: u64,
+}
+
+#[derive(Default)]
+pub struct Decoded {
+    pub lines: LineTable,
+    pub funcs: Vec<Func>,
+    /// In binutils' list order (last DIE first).
+    pub vars: Vec<Var>,
+    lookup: Option<Vec<Lookup>>,
+}
+
+/// Declaration coordinates collected by `find_abstract_instance`.
+#[derive(Default)]
+struct Decl {
+    file: Option<Rc<str>>,
+    line: u32,
+}
+
+pub struct Unit {
+    offset: usize,
+    end: usize,
+    version: u16,
+    addr_size: u8,
+    offset_size: u8,
+    abbrevs: Rc<Abbreviations>,
+    lang: u64,
+    comp_dir: Option<Rc<str>>,
+    stmt_list: Option<u64>,
+    base_address: u64,
+    addr_base: u64,
+    str_offsets_base: u64,
+    /// Ranges from the unit DIE.
+    pub aranges: Aranges,
+    first_child: Option<usize>,
+    pub error: bool,
+    /// Line table decoded (binutils' `line_table != NULL`).
+    pub lines_ready: bool,
+    pub decoded: Option<Box<Decoded>>,
+    /// Lowest and highest address of the function ranges, once scanned.
+    func_span: Option<(u64, u64)>,
+}
+
+pub struct Dwarf {
+    le: bool,
+    pub s: Sections,
+    pub units: Vec<Unit>,
+    /// (low, high, unit) of the known ranges of parsed units (unit ranges,
+    /// line sequences, and the span of the function ranges of decoded
+    /// units), sorted by low, with the running maximum of high.
+    index: Vec<(u64, u64, u32)>,
+    max_high: Vec<u64>,
+    /// Ranges were added since the index was built.
+    index_dirty: bool,
+    /// Offset of the next unit binutils would read, `None` once it stopped.
+    next_unit: Option<usize>,
+    abbrev_cache: HashMap<u64, Rc<Abbreviations>>,
+    /// Bumped whenever a unit is read or decoded: answers can change then.
+    pub generation: u64,
+}
+
+/// binutils' `mangle_style(lang) == 0`: a plain `DW_AT_name` is as good as
+/// a linkage name in these languages.
+fn name_is_linkage(lang: u64) -> bool {
+    matches!(lang, 0x1 | 0x2 | 0x5 | 0x6 | 0x7 | 0x9 | 0xc | 0xf | 0x12 | 0x1d | 0x8001 | 0x8765 | 0x8004 | 0x8006 | 0x8007)
+}
+
+/// A raw attribute value as binutils classifies it (`is_int_form`,
+/// `is_str_form`); `addr` tells DW_FORM_addr apart (for DW_AT_high_pc).
+enum Val {
+    Int { v: u64, addr: bool },
+    Str(Option<Rc<str>>),
+    Other,
+}
+
+fn int_of(v: &AttributeValue<R<'_>>) -> Option<u64> {
+    Some(match *v {
+        AttributeValue::Addr(a) => a,
+        AttributeValue::Data1(x) => x as u64,
+        AttributeValue::Data2(x) => x as u64,
+        AttributeValue::Data4(x) => x as u64,
+        AttributeValue::Data8(x) => x,
+        AttributeValue::Sdata(x) => x as u64,
+        AttributeValue::Udata(x) => x,
+        AttributeValue::Flag(f) => f as u64,
+        AttributeValue::SecOffset(o) => o as u64,
+        AttributeValue::UnitRef(o) => o.0 as u64,
+        AttributeValue::DebugInfoRef(o) => o.0 as u64,
+        AttributeValue::DebugInfoRefSup(o) => o.0 as u64,
+        AttributeValue::DebugTypesRef(s) => s.0,
+        AttributeValue::DebugAddrIndex(i) => i.0 as u64,
+        _ => return None,
+    })
+}
+
+fn cstr_at(d: &[u8], off: u64) -> Option<&[u8]> {
+    let rest = d.get(usize::try_from(off).ok()?..)?;
+    let n = rest.iter().position(|&b| b == 0)?;
+    Some(&rest[..n])
+}
+
+fn to_str(b: &[u8]) -> Rc<str> {
+    String::from_utf8_lossy(b).into()
+}
+
+/// What the scan needs to know about an attribute's reference.
+enum Ref {
+    Local(u64),
+    Global(u64),
+    Alt,
+}
+
+impl Dwarf {
+    pub fn new(s: Sections, little_endian: bool) -> Dwarf {
+        Dwarf {
+            le: little_endian,
+            s,
+            units: Vec::new(),
+            index: Vec::new(),
+            max_high: Vec::new(),
+            index_dirty: false,
+            next_unit: Some(0),
+            abbrev_cache: HashMap::new(),
+            generation: 0,
+        }
+    }
+
+    fn endian(&self) -> RunTimeEndian {
+        if self.le { RunTimeEndian::Little } else { RunTimeEndian::Big }
+    }
+
+    fn str_sections(&self, unit: &Unit) -> StrSecs {
+        (self.s.str.clone(), self.s.line_str.clone(), self.s.str_offsets.clone(), unit.str_offsets_base, unit.offset_size)
+    }
+
+    /// binutils' `read_indexed_string`.
+    fn indexed_string(&self, unit: &Unit, idx: u64) -> Option<Rc<str>> {
+        if unit.str_offsets_base == 0 {
+            return None;
+        }
+        let sz = unit.offset_size as u64;
+        let at = unit.str_offsets_base.checked_add(idx.checked_mul(sz)?)?;
+        let mut r = Reader::new(&self.s.str_offsets, self.le);
+        if at.checked_add(sz)? > self.s.str_offsets.len() as u64 {
+            return None;
+        }
+        r.seek(at as usize);
+        let off = if sz == 4 { r.u32() as u64 } else { r.u64() };
+        cstr_at(&self.s.str, off).map(to_str)
+    }
+
+    /// binutils' `read_indexed_address`.
+    fn indexed_address(&self, unit: &Unit, idx: u64) -> u64 {
+        let sz = unit.addr_size as u64;
+        let Some(at) = unit.addr_base.checked_add(idx.saturating_mul(sz)) else { return 0 };
+        if at.saturating_add(sz) > self.s.addr.len() as u64 {
+            return 0;
+        }
+        let mut r = Reader::new(&self.s.addr, self.le);
+        r.seek(at as usize);
+        r.addr(unit.addr_size)
+    }
+
+    fn classify(&self, unit: &Unit, raw: &AttributeValue<R<'_>>) -> Val {
+        match *raw {
+            AttributeValue::String(s) => Val::Str((!s.is_empty()).then(|| to_str(s.slice()))),
+            AttributeValue::DebugStrRef(o) => Val::Str(cstr_at(&self.s.str, o.0 as u64).filter(|s| !s.is_empty()).map(to_str)),
+            AttributeValue::DebugLineStrRef(o) => Val::Str(cstr_at(&self.s.line_str, o.0 as u64).filter(|s| !s.is_empty()).map(to_str)),
+            AttributeValue::DebugStrOffsetsIndex(i) => Val::Str(self.indexed_string(unit, i.0 as u64)),
+            AttributeValue::DebugStrRefSup(_) => Val::Str(None),
+            AttributeValue::DebugAddrIndex(i) => {
+                let v = if unit.addr_base != 0 { self.indexed_address(unit, i.0 as u64) } else { i.0 as u64 };
+                Val::Int { v, addr: false }
+            }
+            AttributeValue::Addr(a) => Val::Int { v: a, addr: true },
+            ref v => match int_of(v) {
+                Some(v) => Val::Int { v, addr: false },
+                None => Val::Other,
+            },
+        }
+    }
+
+    /// binutils' `stash_comp_unit`/`parse_comp_unit`: reads the next unit;
+    /// `None` once there is none, or after a unit it cannot read (binutils
+    /// then ignores the rest of `.debug_info`).
+    pub fn parse_next(&mut self) -> Option<usize> {
+        let off = self.next_unit?;
+        self.next_unit = None;
+        let endian = self.endian();
+        let info_data = self.s.info.clone();
+        let abbrev_data = self.s.abbrev.clone();
+        if off >= info_data.len() {
+            return None;
+        }
+        let info = DebugInfo::new(&info_data, endian);
+        let h = info.header_from_offset(gimli::DebugInfoOffset(off)).ok()?;
+        let enc = h.encoding();
+        if !(2..=5).contains(&enc.version) || !matches!(enc.address_size, 2 | 4 | 8) {
+            return None;
+        }
+        let aoff = h.debug_abbrev_offset().0 as u64;
+        if aoff >= abbrev_data.len() as u64 {
+            return None;
+        }
+        let abbrevs = match self.abbrev_cache.get(&aoff) {
+            Some(a) => a.clone(),
+            None => {
+                let a = Rc::new(DebugAbbrev::new(&abbrev_data, endian).abbreviations(DebugAbbrevOffset(aoff as usize)).ok()?);
+                self.abbrev_cache.insert(aoff, a.clone());
+                a
+            }
+        };
+        let end = off.saturating_add(h.length_including_self()).min(info_data.len());
+        let mut entries = h.entries_raw(&abbrevs, None).ok()?;
+        let abbrev = entries.read_abbreviation().ok()??;
+        let mut unit = Unit {
+            offset: off,
+            end,
+            version: enc.version,
+            addr_size: enc.address_size,
+            offset_size: enc.format.word_size(),
+            abbrevs: abbrevs.clone(),
+            lang: 0,
+            comp_dir: None,
+            stmt_list: None,
+            base_address: 0,
+            addr_base: 0,
+            str_offsets_base: 0,
+            aranges: Aranges::default(),
+            first_child: None,
+            error: false,
+            lines_ready: false,
+            decoded: None,
+            func_span: None,
+        };
+        let compunit = abbrev.tag().0 == DW_TAG_COMPILE_UNIT;
+        let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
+        let mut deferred = Vec::new();
+        for spec in abbrev.attributes() {
+            let attr = entries.read_attribute(*spec).ok()?;
+            let raw = attr.raw_value();
+            let name = attr.name().0;
+            let indexed = matches!(raw, AttributeValue::DebugStrOffsetsIndex(_)) && unit.str_offsets_base == 0
+                || matches!(raw, AttributeValue::DebugAddrIndex(_)) && unit.addr_base == 0;
+            if indexed {
+                deferred.push((name, raw));
+                continue;
+            }
+            match name {
+                0x73 => unit.addr_base = int_of(&raw).unwrap_or(0),
+                0x72 => unit.str_offsets_base = int_of(&raw).unwrap_or(0),
+                _ => {}
+            }
+            let v = self.classify(&unit, &raw);
+            self.unit_attr(&mut unit, name, v, compunit, &mut low, &mut high, &mut high_rel);
+        }
+        for (name, raw) in deferred {
+            let v = self.classify(&unit, &raw);
+            self.unit_attr(&mut unit, name, v, compunit, &mut low, &mut high, &mut high_rel);
+        }
+        if high_rel {
+            high = high.wrapping_add(low);
+        }
+        if high != 0 {
+            unit.aranges.add(low, high);
+        }
+        if abbrev.has_children() {
+            unit.first_child = Some(entries.next_offset().0);
+        }
+        self.units.push(unit);
+        self.next_unit = Some(end);
+        self.index_dirty = true;
+        self.generation += 1;
+        Some(self.units.len() - 1)
+    }
+
+    fn build_index(&mut self) {
+        self.index_dirty = false;
+        self.index.clear();
+        for (i, u) in self.units.iter().enumerate() {
+            for &(l, h) in &u.aranges.0 {
+                self.index.push((l, h, i as u32));
+            }
+            if let Some((l, h)) = u.func_span {
+                self.index.push((l, h, i as u32));
+            }
+        }
+        self.index.sort_by_key(|e| (e.0, e.2));
+        let mut m = 0u64;
+        self.max_high = self
+            .index
+            .iter()
+            .map(|e| {
+                m = m.max(e.1);
+                m
+            })
+            .collect();
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn unit_attr(&self, unit: &mut Unit, name: u16, v: Val, compunit: bool, low: &mut u64, high: &mut u64, high_rel: &mut bool) {
+        match (name, v) {
+            (0x10, Val::Int { v, .. }) => unit.stmt_list = Some(v),
+            (0x11, Val::Int { v, .. }) => {
+                *low = v;
+                if compunit {
+                    unit.base_address = v;
+                }
+            }
+            (0x12, Val::Int { v, addr }) => {
+                *high = v;
+                *high_rel = !addr;
+            }
+            (0x55, Val::Int { v, .. }) => {
+                let mut ar = std::mem::take(&mut unit.aranges);
+                let _ = self.read_rangelist(unit, &mut ar, v);
+                unit.aranges = ar;
+            }
+            (0x1b, Val::Str(s)) => {
+                unit.comp_dir = s.map(|d| match d.find(':') {
+                    Some(p) if p > 0 && d.as_bytes()[p - 1] == b'.' && d.as_bytes().get(p + 1) == Some(&b'/') => d[p + 1..].into(),
+                    _ => d,
+                });
+            }
+            (0x13, Val::Int { v, .. }) => unit.lang = v,
+            _ => {}
+        }
+    }
+
+    /// binutils' `read_rangelist` (`read_ranges` for DWARF <= 4,
+    /// `read_rnglists` after); false on a read error.
+    fn read_rangelist(&self, unit: &Unit, ar: &mut Aranges, offset: u64) -> bool {
+        let base0 = unit.base_address;
+        if unit.version <= 4 {
+            if !self.s.has_ranges {
+                return false;
+            }
+            let d = &self.s.ranges;
+            if offset > d.len() as u64 {
+                return false;
+            }
+            let mut r = Reader::new(d, self.le);
+            r.seek(offset as usize);
+            let mut base = base0;
+            let sz = unit.addr_size as usize;
+            loop {
+                if 2 * sz > r.remaining() {
+                    return false;
+                }
+                let low = r.addr(unit.addr_size);
+                let high = r.addr(unit.addr_size);
+                if low == 0 && high == 0 {
+                    return true;
+                }
+                let all_ones = if sz == 8 { u64::MAX } else { (1u64 << (8 * sz)) - 1 };
+                if low == all_ones && high != all_ones {
+                    base = high;
+                } else {
+                    ar.add(base.wrapping_add(low), base.wrapping_add(high));
+                }
+            }
+        } else {
+            if !self.s.has_rnglists {
+                return false;
+            }
+            let d = &self.s.rnglists;
+            if offset >= d.len() as u64 {
+                return false;
+            }
+            let mut r = Reader::new(d, self.le);
+            r.seek(offset as usize);
+            let mut base = base0;
+            let sz = unit.addr_size as usize;
+            loop {
+                if r.remaining() == 0 {
+                    return false;
+                }
+                let (low, high) = match r.u8() {
+                    0 => return true,
+                    5 => {
+                        if sz > r.remaining() {
+                            return false;
+                        }
+                        base = r.addr(unit.addr_size);
+                        continue;
+                    }
+                    7 => {
+                        if sz > r.remaining() {
+                            return false;
+                        }
+                        let low = r.addr(unit.addr_size);
+                        (low, low.wrapping_add(r.uleb()))
+                    }
+                    4 => {
+                        let low = base.wrapping_add(r.uleb());
+                        (low, base.wrapping_add(r.uleb()))
+                    }
+                    6 => {
+                        if 2 * sz > r.remaining() {
+                            return false;
+                        }
+                        (r.addr(unit.addr_size), r.addr(unit.addr_size))
+                    }
+                    _ => return false,
+                };
+                ar.add(low, high);
+            }
+        }
+    }
+
+    /// The units binutils' address trie would offer for `addr`: read units
+    /// with a known range (unit ranges, line sequences, function ranges of
+    /// decoded units) containing it, in reading order.
+    pub fn trie_candidates(&mut self, addr: u64) -> Vec<usize> {
+        if self.index_dirty {
+            self.build_index();
+        }
+        let mut out: Vec<usize> = Vec::new();
+        let mut i = self.index.partition_point(|e| e.0 <= addr);
+        while i > 0 {
+            i -= 1;
+            if self.max_high[i] <= addr {
+                break;
+            }
+            let (l, h, u) = self.index[i];
+            if addr >= l && addr < h {
+                out.push(u as usize);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out.retain(|&u| self.units[u].aranges.contains(addr) || self.func_contains(u, addr));
+        out
+    }
+
+    fn func_contains(&mut self, ui: usize, addr: u64) -> bool {
+        self.units[ui].decoded.is_some() && self.lookup_function(ui, addr).is_some()
+    }
+
+    /// binutils' `comp_unit_maybe_decode_line_info`: the line table, then
+    /// the function table.
+    pub fn maybe_decode(&mut self, ui: usize) -> bool {
+        let u = &self.units[ui];
+        if u.error {
+            return false;
+        }
+        if u.lines_ready {
+            return true;
+        }
+        let Some(stmt) = u.stmt_list else {
+            self.units[ui].error = true;
+            return false;
+        };
+        let (st, lst, so, so_base, osz) = self.str_sections(u);
+        let strs = StrSections {
+            debug_str: &st,
+            debug_line_str: &lst,
+            str_offsets: (so_base != 0).then_some((&so[..], so_base, osz)),
+        };
+        let line = self.s.line.clone();
+        let Some(lines) = LineTable::decode(&line, stmt, self.le, u.addr_size, u.comp_dir.clone(), &strs) else {
+            self.units[ui].error = true;
+            return false;
+        };
+        let seqs = lines.seq_ranges.clone();
+        let u = &mut self.units[ui];
+        for (l, h) in seqs {
+            u.aranges.add(l, h);
+        }
+        self.index_dirty = true;
+        self.generation += 1;
+        u.lines_ready = true;
+        u.decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
+        if u.first_child.is_some() {
+            match self.scan(ui) {
+                Some((funcs, vars)) => {
+                    let mut span: Option<(u64, u64)> = None;
+                    for &(l, h) in funcs.iter().flat_map(|f| f.aranges.0.iter()) {
+                        if l == h {
+                            continue;
+                        }
+                        span = Some(match span {
+                            Some((a, b)) => (a.min(l), b.max(h)),
+                            None => (l, h),
+                        });
+                    }
+                    self.units[ui].func_span = span;
+                    if let Some(d) = self.units[ui].decoded.as_mut() {
+                        d.funcs = funcs;
+                        d.vars = vars;
+                    }
+                }
+                None => {
+                    self.units[ui].error = true;
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The unit holding a `.debug_info` offset, reading further units until
+    /// it is found (binutils' `find_abstract_instance` for DW_FORM_ref_addr).
+    fn unit_containing(&mut self, global: u64) -> Option<usize> {
+        if let Some(i) = self.units.partition_point(|u| u.offset as u64 <= global).checked_sub(1)
+            && global < self.units[i].end as u64 {
+                return Some(i);
+            }
+        loop {
+            let u = self.parse_next()?;
+            if (self.units[u].offset as u64..self.units[u].end as u64).contains(&global) {
+                return Some(u);
+            }
+        }
+    }
+
+    fn unit_end(&self, ui: usize) -> usize {
+        self.units[ui].end
+    }
+
+    /// The attributes of the DIE at `off` (unit-relative) in unit `ui`, or
+    /// `None` for a null entry.
+    fn die_attrs(&self, ui: usize, off: u64) -> Result<Option<RawAttrs<'_>>, ()> {
+        let u = &self.units[ui];
+        let start = u.offset.checked_add(usize::try_from(off).map_err(|_| ())?).ok_or(())?;
+        let end = self.unit_end(ui);
+        if start >= end {
+            return Err(());
+        }
+        let data = EndianSlice::new(&self.s.info[start..end], self.endian());
+        let enc = gimli::Encoding {
+            format: if u.offset_size == 8 { gimli::Format::Dwarf64 } else { gimli::Format::Dwarf32 },
+            version: u.version,
+            address_size: u.addr_size,
+        };
+        let mut e = gimli::EntriesRaw::new(data, enc, &u.abbrevs, UnitOffset(off as usize));
+        let Some(abbrev) = e.read_abbreviation().map_err(|_| ())? else { return Ok(None) };
+        let mut out = Vec::new();
+        for spec in abbrev.attributes() {
+            match e.read_attribute(*spec) {
+                Ok(a) => out.push((a.name().0, a.raw_value())),
+                Err(_) => break,
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// binutils' `find_abstract_instance`: the name (and whether it is a
+    /// linkage name) from the DIE an abstract_origin/specification refers to.
+    fn find_abstract_instance(
+        &mut self,
+        ui: usize,
+        r: Ref,
+        depth: u32,
+        name: &mut Option<Rc<str>>,
+        is_linkage: &mut bool,
+        decl: &mut Decl,
+    ) -> bool {
+        if depth == 100 {
+            return false;
+        }
+        let (ui, off) = match r {
+            Ref::Alt => return false,
+            Ref::Global(g) => {
+                if g == 0 {
+                    return true;
+                }
+                if g >= self.s.info.len() as u64 {
+                    return false;
+                }
+                let Some(t) = self.unit_containing(g) else { return false };
+                (t, g - self.units[t].offset as u64)
+            }
+            Ref::Local(o) => {
+                let total = (self.unit_end(ui) - self.units[ui].offset) as u64;
+                if o == 0 || o >= total {
+                    return false;
+                }
+                (ui, o)
+            }
+        };
+        let attrs = match self.die_attrs(ui, off) {
+            Ok(Some(a)) => a,
+            Ok(None) => return true,
+            Err(()) => return false,
+        };
+        let lang = self.units[ui].lang;
+        // Owned copies so that decoding another unit below does not clash
+        // with borrowed attribute data.
+        let attrs: Vec<(u16, Val, Option<Ref>)> = attrs
+            .into_iter()
+            .map(|(n, raw)| {
+                let rf = match raw {
+                    AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
+                    AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
+                    AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
+                    _ => None,
+                };
+                (n, self.classify(&self.units[ui], &raw), rf)
+            })
+            .collect();
+        for (n, v, rf) in attrs {
+            match (n, v) {
+                (0x03, Val::Str(s))
+                    if name.is_none() => {
+                        *name = s;
+                        if name_is_linkage(lang) {
+                            *is_linkage = true;
+                        }
+                    }
+                (0x47, Val::Int { v, .. }) => {
+                    let rf = rf.unwrap_or(Ref::Local(v));
+                    if !self.find_abstract_instance(ui, rf, depth + 1, name, is_linkage, decl) {
+                        return false;
+                    }
+                }
+                (0x6e | 0x2007, Val::Str(s)) => {
+                    *name = s;
+                    *is_linkage = true;
+                }
+                (0x3a, v) => {
+                    if !self.maybe_decode(ui) {
+                        return false;
+                    }
+                    if let Val::Int { v, .. } = v {
+                        decl.file = self.units[ui].decoded.as_ref().map(|d| d.lines.concat_filename(v));
+                    }
+                }
+                (0x3b, Val::Int { v, .. }) => decl.line = v as u32,
+                _ => {}
+            }
+        }
+        true
+    }
+
+    /// binutils' `scan_unit_for_symbols`; `None` on an error.
+    fn scan(&mut self, ui: usize) -> Option<(Vec<Func>, Vec<Var>)> {
+        let info = self.s.info.clone();
+        let u = &self.units[ui];
+        let start = u.offset;
+        let end = self.unit_end(ui);
+        let first = u.first_child?;
+        let enc = gimli::Encoding {
+            format: if u.offset_size == 8 { gimli::Format::Dwarf64 } else { gimli::Format::Dwarf32 },
+            version: u.version,
+            address_size: u.addr_size,
+        };
+        let abbrevs = u.abbrevs.clone();
+        let lang = u.lang;
+        let data = EndianSlice::new(info.get(start + first..end)?, self.endian());
+        let mut e = gimli::EntriesRaw::new(data, enc, &abbrevs, UnitOffset(first));
+        let mut funcs: Vec<Func> = Vec::new();
+        let mut vars: Vec<Var> = Vec::new();
+        // nested_funcs[level]: the function DIE most recently seen at that
+        // level, if the most recent DIE there is one.
+        let mut nested: Vec<u32> = vec![NONE];
+        let mut level: isize = 0;
+        while level >= 0 {
+            if e.is_empty() {
+                return None;
+            }
+            let abbrev = match e.read_abbreviation() {
+                Ok(Some(a)) => a,
+                Ok(None) => {
+                    level -= 1;
+                    continue;
+                }
+                Err(_) => return None,
+            };
+            let tag = abbrev.tag().0;
+            let is_func = matches!(tag, DW_TAG_SUBPROGRAM | DW_TAG_ENTRY_POINT | DW_TAG_INLINED_SUBROUTINE);
+            let is_var = matches!(tag, 0x34 | 0x0d);
+            let lv = level as usize;
+            if nested.len() <= lv {
+                nested.resize(lv + 1, NONE);
+            }
+            let mut attrs = Vec::new();
+            if is_func || is_var {
+                attrs.reserve(abbrev.attributes().len());
+                for spec in abbrev.attributes() {
+                    let a = e.read_attribute(*spec).ok()?;
+                    attrs.push((a.name().0, a.raw_value()));
+                }
+            } else {
+                e.skip_attributes(abbrev.attributes()).ok()?;
+            }
+            if is_func {
+                let fi = funcs.len() as u32;
+                let mut caller = NONE;
+                if tag == DW_TAG_INLINED_SUBROUTINE {
+                    for i in (0..lv).rev() {
+                        if nested[i] != NONE {
+                            caller = nested[i];
+                            break;
+                        }
+                    }
+                }
+                nested[lv] = fi;
+                let mut f =
+                    Func { tag, caller, caller_file: None, caller_line: 0, name: None, is_linkage: false, aranges: Aranges::default() };
+                let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
+                let unit = &self.units[ui];
+                let vals: Vec<(u16, Val, Option<Ref>)> = std::mem::take(&mut attrs)
+                    .into_iter()
+                    .map(|(n, raw)| {
+                        let rf = match raw {
+                            AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
+                            AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
+                            AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
+                            _ => None,
+                        };
+                        (n, self.classify(unit, &raw), rf)
+                    })
+                    .collect();
+                for (n, v, rf) in vals {
+                    match (n, v) {
+                        (0x58, Val::Int { v, .. }) => {
+                            let d = self.units[ui].decoded.as_ref()?;
+                            f.caller_file = Some(d.lines.concat_filename(v));
+                        }
+                        (0x59, Val::Int { v, .. }) => f.caller_line = v as u32,
+                        (0x31 | 0x47, Val::Int { v, .. }) => {
+                            let rf = rf.unwrap_or(Ref::Local(v));
+                            if !self.find_abstract_instance(ui, rf, 0, &mut f.name, &mut f.is_linkage, &mut Decl::default()) {
+                                return None;
+                            }
+                        }
+                        (0x03, Val::Str(s))
+                            if f.name.is_none() => {
+                                f.name = s;
+                                if name_is_linkage(lang) {
+                                    f.is_linkage = true;
+                                }
+                            }
+                        (0x6e | 0x2007, Val::Str(s)) => {
+                            f.name = s;
+                            f.is_linkage = true;
+                        }
+                        (0x11, Val::Int { v, .. }) => low = v,
+                        (0x12, Val::Int { v, addr }) => {
+                            high = v;
+                            high_rel = !addr;
+                        }
+                        (0x55, Val::Int { v, .. }) => {
+                            let unit = &self.units[ui];
+                            if !self.read_rangelist(unit, &mut f.aranges, v) {
+                                return None;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if high_rel {
+                    high = high.wrapping_add(low);
+                }
+                if high != 0 {
+                    f.aranges.add(low, high);
+                }
+                funcs.push(f);
+            } else {
+                nested[lv] = NONE;
+            }
+            if is_var
+                && let Some(v) = self.scan_var(ui, attrs) {
+                    vars.push(v);
+                }
+            if abbrev.has_children() {
+                level += 1;
+                let lv = level as usize;
+                if nested.len() <= lv {
+                    nested.resize(lv + 1, NONE);
+                }
+                nested[lv] = NONE;
+            }
+        }
+        vars.reverse();
+        Some((funcs, vars))
+    }
+
+    /// The `varinfo` of a variable or member DIE, if it has a static
+    /// address (binutils' `stack` false).
+    fn scan_var(&mut self, ui: usize, attrs: RawAttrs<'_>) -> Option<Var> {
+        // Only variables with DW_AT_external or a DW_OP_addr location can
+        // ever match; skip the others (most are locals) cheaply.
+        let is_static = attrs.iter().any(|(n, raw)| match (*n, raw) {
+            (0x3f, v) => int_of(v).is_some_and(|x| x != 0),
+            (0x02, AttributeValue::Exprloc(e)) => e.0.slice().first() == Some(&0x03),
+            (0x02, AttributeValue::Block(b)) => b.slice().first() == Some(&0x03),
+            _ => false,
+        });
+        if !is_static {
+            return None;
+        }
+        let unit = &self.units[ui];
+        let addr_size = unit.addr_size;
+        let vals: VarAttrs = attrs
+            .into_iter()
+            .map(|(n, raw)| {
+                let rf = match raw {
+                    AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
+                    AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
+                    AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
+                    _ => None,
+                };
+                let blk = match raw {
+                    AttributeValue::Exprloc(e) => Some(e.0.slice().to_vec()),
+                    AttributeValue::Block(b) => Some(b.slice().to_vec()),
+                    _ => None,
+                };
+                (n, self.classify(unit, &raw), rf, blk)
+            })
+            .collect();
+        let mut var = Var { name: None, file: None, line: 0, addr: 0 };
+        let mut stack = true;
+        for (n, v, rf, blk) in vals {
+            match (n, v) {
+                (0x47, Val::Int { v, .. }) if v != 0 => {
+                    let rf = rf.unwrap_or(Ref::Local(v));
+                    let mut decl = Decl { file: var.file.clone(), line: var.line };
+                    let mut linkage = false;
+                    let mut name = var.name.clone();
+                    // Failure only loses what the specification would add.
+                    if self.find_abstract_instance(ui, rf, 0, &mut name, &mut linkage, &mut decl) {
+                        var.name = name;
+                        var.file = decl.file;
+                        var.line = decl.line;
+                    }
+                }
+                (0x03, Val::Str(s)) => var.name = s,
+                (0x3a, Val::Int { v, .. }) => {
+                    var.file = self.units[ui].decoded.as_ref().map(|d| d.lines.concat_filename(v));
+                }
+                (0x3b, Val::Int { v, .. }) => var.line = v as u32,
+                (0x3f, Val::Int { v, .. }) if v != 0 => stack = false,
+                (0x02, _) => {
+                    if let Some(b) = blk
+                        && b.first() == Some(&0x03) {
+                            stack = false;
+                            if b.len() == addr_size as usize + 1 {
+                                let mut r = Reader::new(&b[1..], self.le);
+                                var.addr = r.addr(addr_size);
+                            }
+                        }
+                }
+                _ => {}
+            }
+        }
+        (!stack).then_some(var)
+    }
+
+    /// binutils' `lookup_symbol_in_variable_table`: the file and line of a
+    /// static variable at `addr` whose name is part of `sym_name`.
+    pub fn lookup_variable(&mut self, ui: usize, addr: u64, sym_name: &str) -> Option<(Option<Rc<str>>, u32)> {
+        let d = self.units[ui].decoded.as_ref()?;
+        d.vars
+            .iter()
+            .find(|v| v.addr == addr && v.file.is_some() && v.name.as_deref().is_some_and(|n| sym_name.contains(n)))
+            .map(|v| (v.file.clone(), v.line))
+    }
+
+    /// binutils' `lookup_address_in_function_table`.
+    pub fn lookup_function(&mut self, ui: usize, addr: u64) -> Option<u32> {
+        let d = self.units[ui].decoded.as_mut()?;
+        if d.funcs.is_empty() {
+            return None;
+        }
+        if d.lookup.is_none() {
+            let mut t: Vec<Lookup> = d
+                .funcs
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let (mut low, mut high) = f.aranges.0.first().copied().unwrap_or((0, 0));
+                    for &(l, h) in f.aranges.0.iter().skip(1) {
+                        low = low.min(l);
+                        high = high.max(h);
+                    }
+                    Lookup { func: i as u32, low, high }
+                })
+                .collect();
+            t.sort_by(|a, b| a.low.cmp(&b.low).then(a.high.cmp(&b.high)).then(a.func.cmp(&b.func)));
+            let mut hw = t[0].high;
+            for e in t.iter_mut().skip(1) {
+                if e.high > hw {
+                    hw = e.high;
+                } else {
+                    e.high = hw;
+                }
+            }
+            d.lookup = Some(t);
+        }
+        let t = d.lookup.as_ref()?;
+        if t[t.len() - 1].high < addr {
+            return None;
+        }
+        let (mut low, mut high) = (0usize, t.len());
+        let mut first = high;
+        while low < high {
+            let mid = (low + high) / 2;
+            if addr < t[mid].low {
+                high = mid;
+            } else if addr >= t[mid].high {
+                low = mid + 1;
+            } else {
+                high = mid;
+                first = mid;
+            }
+        }
+        let mut best: Option<u32> = None;
+        let mut best_len = u64::MAX;
+        while first < t.len() {
+            if addr < t[first].low {
+                break;
+            }
+            let fi = t[first].func;
+            for &(l, h) in &d.funcs[fi as usize].aranges.0 {
+                if addr < l || addr >= h {
+                    continue;
+                }
+                let len = h.wrapping_sub(l);
+                if len < best_len || (len == best_len && best.is_some_and(|b| fi > b)) {
+                    best = Some(fi);
+                    best_len = len;
+                }
+            }
+            first += 1;
+        }
+        best
+    }
+
+    pub fn lookup_line(&mut self, ui: usize, addr: u64) -> Option<LineHit> {
+        self.units[ui].decoded.as_mut()?.lines.lookup(addr)
+    }
+
+    pub fn func(&self, ui: usize, fi: u32) -> &Func {
+        &self.units[ui].decoded.as_ref().expect("decoded").funcs[fi as usize]
+    }
+
+    pub fn func_mut(&mut self, ui: usize, fi: u32) -> &mut Func {
+        &mut self.units[ui].decoded.as_mut().expect("decoded").funcs[fi as usize]
+    }
+}

@@ -1,0 +1,640 @@
+//! `.debug_line` decoding with binutils' semantics (`bfd/dwarf2.c`:
+//! `decode_line_info`, `add_line_info`, `sort_line_sequences`,
+//! `lookup_address_in_line_info_table`): every row is kept (is_stmt is
+//! ignored), a row at the same address as the previous one replaces it,
+//! file names are built by `concat_filename`, sequences are sorted and
+//! trimmed so that they do not overlap.
+
+use std::rc::Rc;
+
+use super::reader::Reader;
+
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    address: u64,
+    op_index: u8,
+    /// Index into `LineTable::names` (`u32::MAX`: no file name).
+    file: u32,
+    line: u32,
+    discriminator: u32,
+    end_sequence: bool,
+    /// Next lower row (binutils' `prev_line`), `u32::MAX` for none.
+    prev: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Sequence {
+    low_pc: u64,
+    /// The highest row (binutils' `last_line`).
+    last: u32,
+    /// Rows in ascending order, built on first lookup.
+    lines: Vec<u32>,
+    order: usize,
+}
+
+/// What `lookup_address_in_line_info_table` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineHit {
+    pub file: Option<Rc<str>>,
+    pub line: u32,
+    pub discriminator: u32,
+}
+
+/// One unit's decoded line table.
+#[derive(Debug, Default)]
+pub struct LineTable {
+    pub use_dir_and_file_0: bool,
+    comp_dir: Option<Rc<str>>,
+    dirs: Vec<Option<Rc<str>>>,
+    files: Vec<(Option<Rc<str>>, u64)>,
+    /// Interned `concat_filename` results.
+    pub names: Vec<Rc<str>>,
+    rows: Vec<Row>,
+    seqs: Vec<Sequence>,
+    lcl_head: u32,
+    /// [low, high] of each sequence, for the unit's address ranges.
+    pub seq_ranges: Vec<(u64, u64)>,
+}
+
+/// String sections a line table header may refer to.
+pub struct StrSections<'a> {
+    pub debug_str: &'a [u8],
+    pub debug_line_str: &'a [u8],
+    /// `.debug_str_offsets` base for strx forms, with the offset size.
+    pub str_offsets: Option<(&'a [u8], u64, u8)>,
+}
+
+fn cstr(d: &[u8], off: u64) -> Option<&[u8]> {
+    let rest = d.get(usize::try_from(off).ok()?..)?;
+    let n = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    Some(&rest[..n])
+}
+
+fn non_empty(b: Option<&[u8]>) -> Option<Rc<str>> {
+    match b {
+        Some(s) if !s.is_empty() => Some(String::from_utf8_lossy(s).into()),
+        _ => None,
+    }
+}
+
+fn is_absolute(p: &str) -> bool {
+    p.starts_with('/')
+}
+
+impl LineTable {
+    /// binutils' `concat_filename`.
+    pub fn concat_filename(&self, file: u64) -> Rc<str> {
+        let mut file = file;
+        if !self.use_dir_and_file_0 {
+            if file == 0 {
+                return "<unknown>".into();
+            }
+            file -= 1;
+        }
+        let Some((name, dir)) = usize::try_from(file).ok().and_then(|f| self.files.get(f)) else {
+            return "<unknown>".into();
+        };
+        let Some(name) = name else { return "<unknown>".into() };
+        if is_absolute(name) {
+            return name.clone();
+        }
+        let mut dir = *dir;
+        if !self.use_dir_and_file_0 {
+            dir = dir.wrapping_sub(1);
+        }
+        let subdir = usize::try_from(dir).ok().and_then(|d| self.dirs.get(d)).cloned().flatten();
+        let mut dir_name = None;
+        if subdir.as_deref().is_none_or(|s| !is_absolute(s)) {
+            dir_name = self.comp_dir.clone();
+        }
+        let (dir_name, subdir) = match dir_name {
+            Some(d) => (Some(d), subdir),
+            None => (subdir, None),
+        };
+        match (dir_name, subdir) {
+            (None, _) => name.clone(),
+            (Some(d), Some(s)) => format!("{d}/{s}/{name}").into(),
+            (Some(d), None) => format!("{d}/{name}").into(),
+        }
+    }
+
+    fn intern(&mut self, name: Rc<str>) -> u32 {
+        if let Some(i) = self.names.iter().rposition(|n| **n == *name) {
+            return i as u32;
+        }
+        self.names.push(name);
+        (self.names.len() - 1) as u32
+    }
+
+    fn sorts_after(&self, a: &Row, b: u32) -> bool {
+        let b = &self.rows[b as usize];
+        a.address > b.address || (a.address == b.address && a.op_index > b.op_index)
+    }
+
+    /// binutils' `add_line_info`.
+    fn add(&mut self, r: Row) {
+        let idx = self.rows.len() as u32;
+        self.rows.push(r);
+        let info = r;
+        let seq_last = self.seqs.last().map(|s| s.last);
+        match seq_last {
+            Some(last)
+                if self.rows[last as usize].address == info.address
+                    && self.rows[last as usize].op_index == info.op_index
+                    && self.rows[last as usize].end_sequence == info.end_sequence =>
+            {
+                if self.lcl_head == last {
+                    self.lcl_head = idx;
+                }
+                self.rows[idx as usize].prev = self.rows[last as usize].prev;
+                self.seqs.last_mut().expect("some").last = idx;
+            }
+            Some(last) if !self.rows[last as usize].end_sequence => {
+                if info.end_sequence || self.sorts_after(&info, last) {
+                    self.rows[idx as usize].prev = last;
+                    self.seqs.last_mut().expect("some").last = idx;
+                    if self.lcl_head == NONE {
+                        self.lcl_head = idx;
+                    }
+                } else if self.lcl_head != NONE
+                    && !self.sorts_after(&info, self.lcl_head)
+                    && (self.rows[self.lcl_head as usize].prev == NONE
+                        || self.sorts_after(&info, self.rows[self.lcl_head as usize].prev))
+                {
+                    let h = self.lcl_head as usize;
+                    self.rows[idx as usize].prev = self.rows[h].prev;
+                    self.rows[h].prev = idx;
+                } else {
+                    let mut li2 = last;
+                    let mut li1 = self.rows[li2 as usize].prev;
+                    while li1 != NONE {
+                        if !self.sorts_after(&info, li2) && self.sorts_after(&info, li1) {
+                            break;
+                        }
+                        li2 = li1;
+                        li1 = self.rows[li1 as usize].prev;
+                    }
+                    self.lcl_head = li2;
+                    self.rows[idx as usize].prev = self.rows[li2 as usize].prev;
+                    self.rows[li2 as usize].prev = idx;
+                    let seq = self.seqs.last_mut().expect("some");
+                    if info.address < seq.low_pc {
+                        seq.low_pc = info.address;
+                    }
+                }
+            }
+            _ => {
+                let order = self.seqs.len();
+                self.seqs.push(Sequence { low_pc: info.address, last: idx, lines: Vec::new(), order });
+                self.lcl_head = idx;
+            }
+        }
+    }
+
+    /// binutils' `decode_line_info` for the program at `offset`; `None`
+    /// where binutils fails (the unit is then marked in error).
+    pub fn decode(
+        section: &[u8],
+        offset: u64,
+        little_endian: bool,
+        addr_size: u8,
+        comp_dir: Option<Rc<str>>,
+        strs: &StrSections<'_>,
+    ) -> Option<LineTable> {
+        if section.len() < 16 {
+            return None;
+        }
+        let start = usize::try_from(offset).ok()?;
+        if offset != 0 && start >= section.len() {
+            return None;
+        }
+        let mut r = Reader::new(section, little_endian);
+        r.seek(start);
+        let mut total_length = r.u32() as u64;
+        let mut offset_size = 4u8;
+        if total_length == 0xffff_ffff {
+            total_length = r.u64();
+            offset_size = 8;
+        } else if total_length == 0 && addr_size == 8 {
+            total_length = r.u32() as u64;
+            offset_size = 8;
+        }
+        if total_length > r.remaining() as u64 {
+            return None;
+        }
+        let end = r.pos() + total_length as usize;
+        r.set_end(end);
+        let version = r.u16();
+        if !(2..=5).contains(&version) {
+            return None;
+        }
+        let need = offset_size as usize + if version >= 5 { 8 } else if version >= 4 { 6 } else { 5 };
+        if r.pos() + need >= end {
+            return None;
+        }
+        if version >= 5 {
+            r.u8();
+            if r.u8() != 0 {
+                return None;
+            }
+        }
+        let _prologue_length = if offset_size == 4 { r.u32() as u64 } else { r.u64() };
+        let min_insn = r.u8();
+        let max_ops = if version >= 4 { r.u8() } else { 1 };
+        if max_ops == 0 {
+            return None;
+        }
+        let _default_is_stmt = r.u8();
+        let line_base = r.u8() as i8 as i64;
+        let line_range = r.u8();
+        let opcode_base = r.u8();
+        if r.pos() + (opcode_base as usize).saturating_sub(1) >= end {
+            return None;
+        }
+        let mut std_lens = vec![1u8; opcode_base.max(1) as usize];
+        for l in std_lens.iter_mut().skip(1) {
+            *l = r.u8();
+        }
+        let mut t = LineTable { comp_dir, lcl_head: NONE, ..Default::default() };
+        if version >= 5 {
+            // Directory table, then file table.
+            let dirs = read_formatted(&mut r, offset_size, strs)?;
+            t.dirs = dirs.into_iter().map(|(n, _)| n).collect();
+            t.files = read_formatted(&mut r, offset_size, strs)?;
+            t.use_dir_and_file_0 = true;
+        } else {
+            while let Some(d) = r.cstr_nonempty() {
+                t.dirs.push(non_empty(Some(d)));
+            }
+            while let Some(f) = r.cstr_nonempty() {
+                let dir = r.uleb();
+                r.uleb();
+                r.uleb();
+                t.files.push((non_empty(Some(f)), dir));
+            }
+            t.use_dir_and_file_0 = false;
+        }
+        let mut name_cache: Vec<Option<u32>> = Vec::new();
+        let mut file_name = |t: &mut LineTable, f: u64| -> u32 {
+            let i = f as usize;
+            if let Some(Some(n)) = name_cache.get(i) {
+                return *n;
+            }
+            let name = t.concat_filename(f);
+            let known = &*name != "<unknown>";
+            let n = t.intern(name);
+            if known && i < 1 << 16 {
+                if name_cache.len() <= i {
+                    name_cache.resize(i + 1, None);
+                }
+                name_cache[i] = Some(n);
+            }
+            n
+        };
+        while r.pos() < end {
+            let mut address: u64 = 0;
+            let mut op_index: u8 = 0;
+            let mut file = NONE;
+            let mut line: u32 = 1;
+            let mut discriminator: u32 = 0;
+            let mut end_sequence = false;
+            let (mut low_pc, mut high_pc) = (u64::MAX, 0u64);
+            if !t.files.is_empty() {
+                // The file register starts at 1 in every DWARF version
+                // (binutils 2.47; older ones used entry 0 for DWARF 5).
+                file = file_name(&mut t, 1);
+            }
+            let file_id = |t: &LineTable, f: u32| if f != NONE && !t.names[f as usize].is_empty() { f } else { NONE };
+            while !end_sequence && r.pos() < end {
+                let op = r.u8();
+                if op >= opcode_base {
+                    let adj = (op - opcode_base) as u64;
+                    if line_range == 0 {
+                        return None;
+                    }
+                    if max_ops == 1 {
+                        address = address.wrapping_add(adj / line_range as u64 * min_insn as u64);
+                    } else {
+                        let v = op_index as u64 + adj / line_range as u64;
+                        address = address.wrapping_add(v / max_ops as u64 * min_insn as u64);
+                        op_index = (v % max_ops as u64) as u8;
+                    }
+                    line = (line as i64 + line_base + (adj % line_range as u64) as i64) as u32;
+                    let f = file_id(&t, file);
+                    t.add(Row { address, op_index, file: f, line, discriminator, end_sequence: false, prev: NONE });
+                    discriminator = 0;
+                    low_pc = low_pc.min(address);
+                    high_pc = high_pc.max(address);
+                    continue;
+                }
+                match op {
+                    0 => {
+                        let len = r.uleb();
+                        let ext = r.u8();
+                        match ext {
+                            1 => {
+                                end_sequence = true;
+                                let f = file_id(&t, file);
+                                t.add(Row { address, op_index, file: f, line, discriminator, end_sequence: true, prev: NONE });
+                                discriminator = 0;
+                                low_pc = low_pc.min(address);
+                                high_pc = high_pc.max(address);
+                                if low_pc != high_pc {
+                                    t.seq_ranges.push((low_pc, high_pc));
+                                }
+                            }
+                            2 => {
+                                address = r.addr(addr_size);
+                                op_index = 0;
+                            }
+                            3 => {
+                                let name = r.cstr_nonempty();
+                                let dir = r.uleb();
+                                r.uleb();
+                                r.uleb();
+                                t.files.push((non_empty(name), dir));
+                            }
+                            4 => discriminator = r.uleb() as u32,
+                            0x80 => r.skip(len.saturating_sub(1) as usize),
+                            _ => return None,
+                        }
+                    }
+                    1 => {
+                        let f = file_id(&t, file);
+                        t.add(Row { address, op_index, file: f, line, discriminator, end_sequence: false, prev: NONE });
+                        discriminator = 0;
+                        low_pc = low_pc.min(address);
+                        high_pc = high_pc.max(address);
+                    }
+                    2 => {
+                        let adv = r.uleb();
+                        if max_ops == 1 {
+                            address = address.wrapping_add(min_insn as u64 * adv);
+                        } else {
+                            let v = op_index as u64 + adv;
+                            address = v / max_ops as u64 * min_insn as u64;
+                            op_index = (v % max_ops as u64) as u8;
+                        }
+                    }
+                    3 => line = (line as i64 + r.sleb()) as u32,
+                    4 => {
+                        let f = r.uleb();
+                        file = file_name(&mut t, f);
+                    }
+                    5 => {
+                        r.uleb();
+                    }
+                    6 | 7 => {}
+                    8 => {
+                        if line_range == 0 {
+                            return None;
+                        }
+                        let adj = (255 - opcode_base as u64) / line_range as u64;
+                        if max_ops == 1 {
+                            address = address.wrapping_add(min_insn as u64 * adj);
+                        } else {
+                            let v = op_index as u64 + adj;
+                            address = address.wrapping_add(min_insn as u64 * (v / max_ops as u64));
+                            op_index = (v % max_ops as u64) as u8;
+                        }
+                    }
+                    9 => {
+                        address = address.wrapping_add(r.u16() as u64);
+                        op_index = 0;
+                    }
+                    _ => {
+                        let n = std_lens.get(op as usize).copied().unwrap_or(0);
+                        for _ in 0..n {
+                            r.uleb();
+                        }
+                    }
+                }
+            }
+        }
+        t.sort_sequences();
+        Some(t)
+    }
+
+    /// binutils' `sort_line_sequences`.
+    fn sort_sequences(&mut self) {
+        if self.seqs.is_empty() {
+            return;
+        }
+        let rows = &self.rows;
+        let n = self.seqs.len();
+        // binutils numbers sequences from the most recent one.
+        for s in self.seqs.iter_mut() {
+            s.order = n - 1 - s.order;
+        }
+        self.seqs.sort_by(|a, b| {
+            let (la, lb) = (&rows[a.last as usize], &rows[b.last as usize]);
+            a.low_pc
+                .cmp(&b.low_pc)
+                .then(lb.address.cmp(&la.address))
+                .then(lb.op_index.cmp(&la.op_index))
+                .then(a.order.cmp(&b.order))
+        });
+        let mut out: Vec<Sequence> = Vec::with_capacity(n);
+        let mut last_high = rows[self.seqs[0].last as usize].address;
+        let mut iter = std::mem::take(&mut self.seqs).into_iter();
+        out.push(iter.next().expect("non-empty"));
+        for mut s in iter {
+            let high = rows[s.last as usize].address;
+            if s.low_pc < last_high {
+                if high <= last_high {
+                    continue;
+                }
+                s.low_pc = last_high;
+            }
+            last_high = high;
+            out.push(s);
+        }
+        self.seqs = out;
+    }
+
+    fn build(&mut self, si: usize) {
+        if !self.seqs[si].lines.is_empty() {
+            return;
+        }
+        let mut v = Vec::new();
+        let mut i = self.seqs[si].last;
+        while i != NONE {
+            v.push(i);
+            i = self.rows[i as usize].prev;
+        }
+        v.reverse();
+        self.seqs[si].lines = v;
+    }
+
+    /// binutils' `lookup_address_in_line_info_table`.
+    pub fn lookup(&mut self, addr: u64) -> Option<LineHit> {
+        let (mut low, mut high) = (0usize, self.seqs.len());
+        let mut found = None;
+        while low < high {
+            let mid = (low + high) / 2;
+            let s = &self.seqs[mid];
+            found = Some(mid);
+            if addr < s.low_pc {
+                high = mid;
+            } else if addr >= self.rows[s.last as usize].address {
+                low = mid + 1;
+            } else {
+                break;
+            }
+        }
+        let si = found?;
+        let s = &self.seqs[si];
+        if addr < s.low_pc || addr >= self.rows[s.last as usize].address {
+            return None;
+        }
+        self.build(si);
+        let s = &self.seqs[si];
+        let lines = &s.lines;
+        let (mut low, mut high) = (0usize, lines.len());
+        let mut mid = 0;
+        let mut info = None;
+        while low < high {
+            mid = (low + high) / 2;
+            let r = &self.rows[lines[mid] as usize];
+            info = Some(lines[mid]);
+            if addr < r.address {
+                high = mid;
+            } else if mid + 1 < lines.len() && addr >= self.rows[lines[mid + 1] as usize].address {
+                low = mid + 1;
+            } else {
+                break;
+            }
+        }
+        let i = info?;
+        let r = &self.rows[i as usize];
+        let next = lines.get(mid + 1).map(|&n| self.rows[n as usize].address)?;
+        if addr >= r.address && addr < next && !(r.end_sequence || i == s.last) {
+            return Some(LineHit {
+                file: (r.file != NONE).then(|| self.names[r.file as usize].clone()),
+                line: r.line,
+                discriminator: r.discriminator,
+            });
+        }
+        None
+    }
+}
+
+/// DWARF 5 directory/file entry tables (binutils' `read_formatted_entries`):
+/// (name, directory index) per entry.
+fn read_formatted(r: &mut Reader<'_>, offset_size: u8, strs: &StrSections<'_>) -> Option<Vec<(Option<Rc<str>>, u64)>> {
+    let format_count = r.u8();
+    let mut formats = Vec::with_capacity(format_count as usize);
+    for _ in 0..format_count {
+        let ct = r.uleb();
+        let form = r.uleb();
+        formats.push((ct, form));
+    }
+    let count = r.uleb();
+    if format_count == 0 && count != 0 {
+        return None;
+    }
+    if count > r.remaining() as u64 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let (mut name, mut dir) = (None, 0u64);
+        for &(ct, form) in &formats {
+            if !matches!(ct, 1..=5) {
+                return None;
+            }
+            let (s, v) = read_form(r, form, offset_size, strs)?;
+            match ct {
+                1 => {
+                    if let Some(s) = s {
+                        name = s;
+                    }
+                }
+                2 => {
+                    if let Some(v) = v {
+                        dir = v;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((name, dir));
+    }
+    Some(out)
+}
+
+/// A value of a line-table entry form: (string if a string form, integer
+/// if a data form).
+#[allow(clippy::type_complexity)]
+fn read_form(r: &mut Reader<'_>, form: u64, offset_size: u8, strs: &StrSections<'_>) -> Option<(Option<Option<Rc<str>>>, Option<u64>)> {
+    let off = |r: &mut Reader<'_>| if offset_size == 4 { r.u32() as u64 } else { r.u64() };
+    let strx = |idx: u64| -> Option<Rc<str>> {
+        let (d, base, osz) = strs.str_offsets?;
+        let at = base.checked_add(idx.checked_mul(osz as u64)?)?;
+        let mut rr = Reader::new(d, true);
+        rr.seek(usize::try_from(at).ok()?);
+        let o = if osz == 4 { rr.u32() as u64 } else { rr.u64() };
+        cstr(strs.debug_str, o).map(|s| String::from_utf8_lossy(s).into())
+    };
+    Some(match form {
+        0x08 => (Some(non_empty(r.cstr_any())), None),
+        0x0e => {
+            let o = off(r);
+            (Some(non_empty(cstr(strs.debug_str, o))), None)
+        }
+        0x1f => {
+            let o = off(r);
+            (Some(non_empty(cstr(strs.debug_line_str, o))), None)
+        }
+        0x1a => {
+            let i = r.uleb();
+            (Some(strx(i)), None)
+        }
+        0x25 => {
+            let i = r.u8() as u64;
+            (Some(strx(i)), None)
+        }
+        0x26 => {
+            let i = r.u16() as u64;
+            (Some(strx(i)), None)
+        }
+        0x27 => {
+            let i = r.u24() as u64;
+            (Some(strx(i)), None)
+        }
+        0x28 => {
+            let i = r.u32() as u64;
+            (Some(strx(i)), None)
+        }
+        0x0b => (None, Some(r.u8() as u64)),
+        0x05 => (None, Some(r.u16() as u64)),
+        0x06 => (None, Some(r.u32() as u64)),
+        0x07 => (None, Some(r.u64())),
+        0x0f => (None, Some(r.uleb())),
+        0x1e => {
+            r.skip(16);
+            (None, None)
+        }
+        0x0a => {
+            let n = r.u8() as usize;
+            r.skip(n);
+            (None, None)
+        }
+        0x09 => {
+            let n = r.uleb() as usize;
+            r.skip(n);
+            (None, None)
+        }
+        0x0d => {
+            r.sleb();
+            (None, None)
+        }
+        0x17 => {
+            off(r);
+            (None, None)
+        }
+        _ => return None,
+    })
+}

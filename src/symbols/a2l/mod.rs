@@ -1,0 +1,353 @@
+//! An in-process stand-in for the `addr2line -e FILE -a -i -f` process
+//! that perf 7.2 talks to for source lines and inline frames (perf-ref has
+//! no usable libdw for symfs files, so it falls back to binutils'
+//! addr2line, 2.47). The answers follow `bfd/dwarf2.c`, `bfd/elf.c` and
+//! `binutils/addr2line.c`, including their state: once `addr2line` has
+//! resolved the name of a function that has no linkage name, that name
+//! sticks (see [`Session::query`]). One session per DSO, like perf's one
+//! process per DSO.
+
+pub mod bfd;
+pub mod dwarf;
+pub mod lines;
+pub mod reader;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::symbols::elf::Elf;
+use bfd::{BfdFile, FoundFn, Section};
+use dwarf::{Dwarf, Sections, DW_TAG_INLINED_SUBROUTINE};
+use lines::LineHit;
+
+/// One output record of addr2line: function, `file:line` (`None` print as
+/// `??`, line 0 as `?`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub function: Option<Rc<str>>,
+    pub file: Option<Rc<str>>,
+    pub line: u32,
+}
+
+/// The part of a lookup that does not depend on addr2line's state.
+#[derive(Clone)]
+struct Core {
+    unit: Option<usize>,
+    func: Option<u32>,
+    line: Option<LineHit>,
+    fun: Option<FoundFn>,
+    /// A static variable found by symbol lookup (non-code sections).
+    var: Option<(Option<Rc<str>>, u32)>,
+}
+
+pub struct Session {
+    bfd: BfdFile,
+    dwarf: Option<Dwarf>,
+    /// Per address: the DWARF generation it was computed at, the section
+    /// and the answer (valid while nothing else was read or decoded).
+    cache: HashMap<u64, (u64, usize, Core)>,
+}
+
+fn load_sections(elf: &Elf) -> Option<Sections> {
+    let get = |name: &str| -> Option<Rc<[u8]>> {
+        let (_, s) = elf.section_by_name(name)?;
+        if s.sh_type == crate::symbols::elf::SHT_NOBITS {
+            return None;
+        }
+        elf.data(s).map(|d| Rc::from(&d[..]))
+    };
+    let info = get(".debug_info")?;
+    let empty: Rc<[u8]> = Rc::from(&[][..]);
+    let ranges = get(".debug_ranges");
+    let rnglists = get(".debug_rnglists");
+    Some(Sections {
+        info,
+        abbrev: get(".debug_abbrev").unwrap_or_else(|| empty.clone()),
+        line: get(".debug_line").unwrap_or_else(|| empty.clone()),
+        str: get(".debug_str").unwrap_or_else(|| empty.clone()),
+        line_str: get(".debug_line_str").unwrap_or_else(|| empty.clone()),
+        has_ranges: ranges.is_some(),
+        has_rnglists: rnglists.is_some(),
+        ranges: ranges.unwrap_or_else(|| empty.clone()),
+        rnglists: rnglists.unwrap_or_else(|| empty.clone()),
+        addr: get(".debug_addr").unwrap_or_else(|| empty.clone()),
+        str_offsets: get(".debug_str_offsets").unwrap_or(empty),
+    })
+}
+
+impl Session {
+    pub fn new(elf: Elf) -> Session {
+        let le = elf.little_endian;
+        let dwarf = load_sections(&elf).map(|s| Dwarf::new(s, le));
+        Session { bfd: BfdFile::new(elf), dwarf, cache: HashMap::new() }
+    }
+
+    /// The state-independent part of `find_nearest_line` for `pc` in `sec`.
+    fn core(&mut self, sec: &Section, pc: u64) -> Core {
+        let offset = pc.wrapping_sub(sec.vma);
+        let mut core = Core { unit: None, func: None, line: None, fun: None, var: None };
+        // binutils looks an address of a non-code section up as the symbol
+        // sitting exactly there, if any (`comp_unit_find_line`): units
+        // already read (most recent first), then the others in order.
+        let exact = if sec.code { None } else { self.bfd.symbol_at(sec, offset) };
+        if let Some(d) = self.dwarf.as_mut() {
+            match exact {
+                Some(sym) => {
+                    if !sym.function {
+                        let mut find = |d: &mut Dwarf, ui: usize| d.maybe_decode(ui) && {
+                            core.var = d.lookup_variable(ui, pc, &sym.name);
+                            core.var.is_some()
+                        };
+                        let mut done = false;
+                        for ui in (0..d.units.len()).rev() {
+                            if find(d, ui) {
+                                done = true;
+                                break;
+                            }
+                        }
+                        while !done {
+                            let Some(ui) = d.parse_next() else { break };
+                            done = find(d, ui);
+                        }
+                    }
+                }
+                None => {
+                    // The address trie over units read so far, then the
+                    // units not read yet, in order.
+                    let found = |d: &mut Dwarf, ui: usize, core: &mut Core| -> bool {
+                        if !d.maybe_decode(ui) {
+                            return false;
+                        }
+                        let func = d.lookup_function(ui, pc);
+                        let line = d.lookup_line(ui, pc);
+                        if func.is_none() && line.is_none() {
+                            return false;
+                        }
+                        core.unit = Some(ui);
+                        core.func = func;
+                        core.line = line;
+                        true
+                    };
+                    let mut done = false;
+                    for ui in d.trie_candidates(pc) {
+                        if found(d, ui, &mut core) {
+                            done = true;
+                            break;
+                        }
+                    }
+                    while !done {
+                        let Some(ui) = d.parse_next() else { break };
+                        done = found(d, ui, &mut core);
+                    }
+                }
+            }
+        }
+        core.fun = self.bfd.find_function(sec, offset);
+        core
+    }
+
+    /// `_bfd_elf_find_nearest_line` for one section: `None` if nothing is
+    /// known; else the first record and where the inline chain starts.
+    fn nearest_line(&mut self, sec: &Section, core: &Core) -> Option<(Record, Option<(usize, u32)>)> {
+        let Some(d) = self.dwarf.as_mut() else {
+            // No DWARF: the ELF symbol and its STT_FILE name, line 0.
+            let f = core.fun.as_ref()?;
+            return Some((Record { function: Some(f.name.clone()), file: f.file.clone(), line: 0 }, None));
+        };
+        let mut found = core.func.is_some() || core.line.is_some() || core.var.is_some();
+        let mut file = core.line.as_ref().and_then(|l| l.file.clone());
+        let mut line = core.line.as_ref().map(|l| l.line).unwrap_or(0);
+        if let Some((f, l)) = &core.var {
+            file = f.clone();
+            line = *l;
+        }
+        let mut name = None;
+        let mut chain = None;
+        match (core.unit, core.func) {
+            (Some(ui), Some(fi)) if d.func(ui, fi).is_linkage => {
+                name = d.func(ui, fi).name.clone();
+            }
+            _ => {
+                let fun = core.fun.as_ref();
+                if let Some(f) = fun {
+                    name = Some(f.name.clone());
+                    if file.is_none() {
+                        file = f.file.clone();
+                    }
+                    found = true;
+                }
+                if let (Some(ui), Some(fi)) = (core.unit, core.func) {
+                    let func = d.func_mut(ui, fi);
+                    match fun {
+                        None => name = func.name.clone(),
+                        Some(f) if f.value == func.aranges.first_low() => func.name = name.clone(),
+                        Some(_) => {}
+                    }
+                    func.is_linkage = true;
+                }
+            }
+        }
+        if let (Some(ui), Some(fi)) = (core.unit, core.func)
+            && d.func(ui, fi).tag == DW_TAG_INLINED_SUBROUTINE {
+                chain = Some((ui, fi));
+            }
+        let _ = sec;
+        found.then_some((Record { function: name, file, line }, chain))
+    }
+
+    /// What `addr2line -a -i -f` prints for `pc`: `None` for `??`/`??:0`,
+    /// else the first record and the inline callers, innermost first.
+    pub fn query(&mut self, pc: u64) -> Option<Vec<Record>> {
+        let (first, chain) = self.first(pc)?;
+        let mut out = vec![first];
+        if let (Some((ui, mut fi)), Some(d)) = (chain, self.dwarf.as_ref()) {
+            loop {
+                let f = d.func(ui, fi);
+                if f.caller == u32::MAX {
+                    break;
+                }
+                let caller = d.func(ui, f.caller);
+                out.push(Record { function: caller.name.clone(), file: f.caller_file.clone(), line: f.caller_line });
+                fi = f.caller;
+            }
+        }
+        Some(out)
+    }
+
+    /// Bumped whenever the answers may change (more DWARF was read).
+    pub fn generation(&self) -> u64 {
+        self.dwarf.as_ref().map(|d| d.generation).unwrap_or(0)
+    }
+
+    /// The first record for `pc` (with its side effects on addr2line's
+    /// state) and where the inline chain starts.
+    pub fn first(&mut self, pc: u64) -> Option<(Record, Option<(usize, u32)>)> {
+        let secs = self.bfd.sections.iter().filter(|s| pc >= s.vma && pc < s.vma.wrapping_add(s.size));
+        let secs: smallvec_like::Few<Section> = secs.copied().collect();
+        for sec in secs.iter() {
+            let generation = self.generation();
+            let core = match self.cache.get(&pc) {
+                Some((g, s, c)) if *g == generation && *s == sec.index => c.clone(),
+                _ => {
+                    let c = self.core(sec, pc);
+                    self.cache.insert(pc, (generation, sec.index, c.clone()));
+                    c
+                }
+            };
+            if let Some(r) = self.nearest_line(sec, &core) {
+                return Some(r);
+            }
+        }
+        None
+    }
+}
+
+/// A tiny inline vector for the (almost always one) section holding an
+/// address.
+mod smallvec_like {
+    pub struct Few<T: Copy> {
+        first: Option<T>,
+        rest: Vec<T>,
+    }
+
+    impl<T: Copy> FromIterator<T> for Few<T> {
+        fn from_iter<I: IntoIterator<Item = T>>(it: I) -> Self {
+            let mut it = it.into_iter();
+            let first = it.next();
+            Few { first, rest: it.collect() }
+        }
+    }
+
+    impl<T: Copy> Few<T> {
+        pub fn iter(&self) -> impl Iterator<Item = &T> {
+            self.first.iter().chain(self.rest.iter())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::elf::FileBytes;
+
+    fn fixture(rel: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs").join(rel);
+        std::fs::read(p).expect("fixture")
+    }
+
+    fn session(bytes: Vec<u8>) -> Option<Session> {
+        Elf::parse(Rc::new(FileBytes::Owned(bytes))).map(Session::new)
+    }
+
+    fn text_range(s: &Session) -> (u64, u64) {
+        let (_, t) = s.bfd.elf.section_by_name(".text").expect(".text");
+        (t.sh_addr, t.sh_addr + t.sh_size)
+    }
+
+    #[test]
+    fn inline_chain_of_cwork() {
+        // rotl inlined in mix64 inlined in hash_buffer.constprop.0, as
+        // `addr2line -a -i -f` prints it.
+        let mut s = session(fixture("tmp/pstitch-fixtures/bin/cwork")).unwrap();
+        let r = s.query(0x14fe).expect("found");
+        let names: Vec<_> = r.iter().map(|r| r.function.as_deref().unwrap_or("??")).collect();
+        assert_eq!(names, ["rotl", "mix64", "hash_buffer"]);
+        assert_eq!(r[0].file.as_deref(), Some("/tmp/pstitch-fixtures/src/cwork.c"));
+        assert_eq!((r[0].line, r[1].line, r[2].line), (31, 37, 73));
+        assert!(s.query(0x1234567).is_none());
+    }
+
+    #[test]
+    fn function_name_state_sticks() {
+        // A function without linkage name whose range does not start at an
+        // ELF symbol: the first answer is the ELF symbol, later ones the
+        // DWARF name (binutils marks it as resolved).
+        let mut s = session(fixture("tmp/pstitch-fixtures/bin/cppwork")).unwrap();
+        let a = s.query(0x2659).unwrap();
+        let b = s.query(0x2659).unwrap();
+        assert_eq!(a[0].function.as_deref(), Some("_ZN3sim5World13sort_by_speedEv"));
+        assert!(b[0].function.as_deref().unwrap().starts_with("__final_insertion_sort<"));
+        assert_eq!(a.len(), b.len());
+    }
+
+    #[test]
+    fn damaged_files_never_panic() {
+        for rel in ["tmp/pstitch-fixtures/bin/cwork", "tmp/pstitch-fixtures/bin/rustwork"] {
+            let orig = fixture(rel);
+            let (lo, hi) = text_range(&session(orig.clone()).unwrap());
+            let addrs: Vec<u64> = (lo..hi).step_by(((hi - lo) / 300).max(1) as usize).collect();
+            let mut variants: Vec<Vec<u8>> = Vec::new();
+            for cut in [64, 1000, orig.len() / 4, orig.len() / 2, orig.len() * 3 / 4, orig.len() - 100] {
+                variants.push(orig[..cut].to_vec());
+            }
+            // Scribble over the debug sections.
+            let elf = Elf::parse(Rc::new(FileBytes::Owned(orig.clone()))).unwrap();
+            for name in [".debug_info", ".debug_line", ".debug_abbrev", ".debug_ranges", ".debug_rnglists", ".debug_str"] {
+                if let Some((_, s)) = elf.section_by_name(name) {
+                    for seed in 0..3u64 {
+                        let mut v = orig.clone();
+                        let (start, len) = (s.sh_offset as usize, s.sh_size as usize);
+                        let mut x = 0x9e3779b97f4a7c15u64.wrapping_mul(seed + 1);
+                        for _ in 0..(len / 50).max(8) {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let i = start + (x as usize % len.max(1));
+                            if i < v.len() {
+                                v[i] = (x >> 32) as u8;
+                            }
+                        }
+                        variants.push(v);
+                    }
+                }
+            }
+            for v in variants {
+                if let Some(mut s) = session(v) {
+                    for &a in &addrs {
+                        let _ = s.query(a);
+                    }
+                }
+            }
+        }
+    }
+}

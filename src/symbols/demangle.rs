@@ -1,0 +1,339 @@
+//! perf's `demangle_sym` (`symbol-elf.c`): Rust (legacy and v0, shown
+//! without the hash, like `{:#}` of rustc-demangle), then C++ as
+//! `abi::__cxa_demangle` prints it (with parameters), then OCaml, then Java.
+//! `None` means "print the name as it is".
+
+use cpp_demangle::{DemangleOptions, Symbol};
+
+pub fn demangle(name: &str) -> Option<String> {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        let s = format!("{d:#}");
+        return (!s.is_empty()).then_some(s);
+    }
+    if let Some(s) = cxx(name) {
+        return Some(s);
+    }
+    if let Some(s) = ocaml(name) {
+        return Some(s);
+    }
+    java(name)
+}
+
+/// `abi::__cxa_demangle`, which perf calls: the C++ runtime's own
+/// demangler when one can be loaded (exact), else an approximation.
+fn cxx(name: &str) -> Option<String> {
+    match cxa::demangle(name) {
+        Some(r) => r,
+        None => cxx_fallback(name),
+    }
+}
+
+/// The C++ runtime's `__cxa_demangle`, looked up once with `dlopen`.
+mod cxa {
+    use std::ffi::{CStr, CString, c_char, c_int};
+    use std::sync::OnceLock;
+
+    type CxaDemangle = unsafe extern "C" fn(*const c_char, *mut c_char, *mut usize, *mut c_int) -> *mut c_char;
+
+    fn function() -> Option<CxaDemangle> {
+        static F: OnceLock<Option<usize>> = OnceLock::new();
+        let addr = *F.get_or_init(|| {
+            for lib in [c"libstdc++.so.6", c"libc++abi.so.1", c"libc++.so.1"] {
+                // SAFETY: plain dlopen/dlsym of a well-known C++ runtime; the
+                // handle is kept for the life of the process.
+                unsafe {
+                    let h = libc::dlopen(lib.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+                    if h.is_null() {
+                        continue;
+                    }
+                    let f = libc::dlsym(h, c"__cxa_demangle".as_ptr());
+                    if !f.is_null() {
+                        return Some(f as usize);
+                    }
+                }
+            }
+            None
+        });
+        // SAFETY: the address is `__cxa_demangle`, whose C signature this is.
+        addr.map(|a| unsafe { std::mem::transmute::<usize, CxaDemangle>(a) })
+    }
+
+    /// `Some(result)` when the runtime demangler is available.
+    pub fn demangle(name: &str) -> Option<Option<String>> {
+        let f = function()?;
+        let Ok(c) = CString::new(name) else { return Some(None) };
+        let mut status: c_int = 0;
+        // SAFETY: `c` is NUL-terminated; a NULL buffer asks the runtime to
+        // malloc the result, which is freed below.
+        unsafe {
+            let out = f(c.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), &mut status);
+            if out.is_null() {
+                return Some(None);
+            }
+            let s = CStr::from_ptr(out).to_string_lossy().into_owned();
+            libc::free(out.cast());
+            Some(Some(s))
+        }
+    }
+}
+
+/// Without a C++ runtime: `_Z` encodings through cpp_demangle,
+/// `_GLOBAL_[._$][ID]_` constructors and destructors, and bare builtin type
+/// encodings (a symbol named `i` is "int").
+fn cxx_fallback(name: &str) -> Option<String> {
+    let b = name.as_bytes();
+    if b.starts_with(b"_Z") {
+        let sym = Symbol::new(b).ok()?;
+        let opts = DemangleOptions::default();
+        return sym.demangle_with_options(&opts).ok();
+    }
+    if b.len() > 11 && b.starts_with(b"_GLOBAL_") && matches!(b[8], b'.' | b'_' | b'$') && matches!(b[9], b'D' | b'I') && b[10] == b'_' {
+        let rest = &name[11..];
+        let what = if b[9] == b'I' { "global constructors keyed to " } else { "global destructors keyed to " };
+        let inner = cxx_fallback(rest).unwrap_or_else(|| rest.to_string());
+        return Some(format!("{what}{inner}"));
+    }
+    builtin_type(name).map(str::to_string)
+}
+
+fn builtin_type(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "v" => "void",
+        "w" => "wchar_t",
+        "b" => "bool",
+        "c" => "char",
+        "a" => "signed char",
+        "h" => "unsigned char",
+        "s" => "short",
+        "t" => "unsigned short",
+        "i" => "int",
+        "j" => "unsigned int",
+        "l" => "long",
+        "m" => "unsigned long",
+        "x" => "long long",
+        "y" => "unsigned long long",
+        "n" => "__int128",
+        "o" => "unsigned __int128",
+        "f" => "float",
+        "d" => "double",
+        "e" => "long double",
+        "g" => "__float128",
+        "z" => "...",
+        "Dd" => "decimal64",
+        "De" => "decimal128",
+        "Df" => "decimal32",
+        "Dh" => "half",
+        "Di" => "char32_t",
+        "Ds" => "char16_t",
+        "Du" => "char8_t",
+        "Da" => "auto",
+        "Dc" => "decltype(auto)",
+        "Dn" => "decltype(nullptr)",
+        _ => return None,
+    })
+}
+
+/// perf's `ocaml_demangle_sym`.
+fn ocaml(sym: &str) -> Option<String> {
+    let b = sym.as_bytes();
+    if !(b.starts_with(b"caml") && b.len() > 4 && b[4].is_ascii_uppercase()) {
+        return None;
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
+    let mut i = 4;
+    while i < b.len() {
+        if b[i] == b'_' && b.get(i + 1) == Some(&b'_') {
+            out.push(b'.');
+            i += 2;
+        } else if b[i] == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_hexdigit) && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit) {
+            let h = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+            out.push(h(b[i + 1]) << 4 | h(b[i + 2]));
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    let mut j = out.len();
+    if j != 0 && out[j - 1].is_ascii_digit() {
+        loop {
+            j -= 1;
+            if j == 0 || !out[j].is_ascii_digit() {
+                break;
+            }
+        }
+        if out[j] == b'_' {
+            out.truncate(j);
+        }
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// perf's `java_demangle_sym(str, JAVA_DEMANGLE_NORET)`.
+fn java(sym: &str) -> Option<String> {
+    #[derive(PartialEq, Clone, Copy)]
+    enum Mode {
+        Prefix,
+        Class,
+        Func,
+        Type,
+        CType,
+    }
+    let b = sym.as_bytes();
+    let end = b.iter().rposition(|&c| c == b')')?;
+    let base = |c: u8| -> Option<&'static str> {
+        Some(match c {
+            b'B' => "byte",
+            b'C' => "char",
+            b'D' => "double",
+            b'F' => "float",
+            b'I' => "int",
+            b'J' => "long",
+            b'S' => "short",
+            b'Z' => "boolean",
+            _ => return None,
+        })
+    };
+    let maxlen = b.len() * 3 + 1;
+    let mut out: Vec<u8> = Vec::new();
+    let mut mode = Mode::Prefix;
+    let (mut array, mut narg) = (0i32, 0);
+    let mut q = 0;
+    while q != end + 1 {
+        if out.len() == maxlen - 1 {
+            break;
+        }
+        let c = b[q];
+        match c {
+            b'L' => {
+                if mode == Mode::Prefix || mode == Mode::Type {
+                    if mode == Mode::Type {
+                        if narg > 0 {
+                            out.extend_from_slice(b", ");
+                        }
+                        narg += 1;
+                    }
+                    mode = if mode == Mode::Prefix { Mode::Class } else { Mode::CType };
+                } else {
+                    out.push(c);
+                }
+            }
+            b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z' => {
+                if mode == Mode::Type {
+                    if narg > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    out.extend_from_slice(base(c)?.as_bytes());
+                    while array > 0 {
+                        out.extend_from_slice(b"[]");
+                        array -= 1;
+                    }
+                    array = 0;
+                    narg += 1;
+                } else {
+                    out.push(c);
+                }
+            }
+            b'V' => {
+                if mode == Mode::Type {
+                    out.extend_from_slice(b"void");
+                    while array > 0 {
+                        out.extend_from_slice(b"[]");
+                        array -= 1;
+                    }
+                    array = 0;
+                } else {
+                    out.push(c);
+                }
+            }
+            b'[' => {
+                if mode != Mode::Type {
+                    return None;
+                }
+                array += 1;
+            }
+            b'(' => {
+                if mode != Mode::Func {
+                    return None;
+                }
+                out.push(c);
+                mode = Mode::Type;
+            }
+            b')' => {
+                if mode != Mode::Type {
+                    return None;
+                }
+                out.push(c);
+                narg = 0;
+            }
+            b';' => {
+                if mode != Mode::Class && mode != Mode::CType {
+                    return None;
+                }
+                if mode == Mode::Class && b.get(q + 1).is_some_and(u8::is_ascii_alphabetic) {
+                    out.push(b'.');
+                }
+                if mode == Mode::Class {
+                    mode = Mode::Func;
+                } else if mode == Mode::CType {
+                    mode = Mode::Type;
+                }
+            }
+            b'/' => {
+                if mode != Mode::Class && mode != Mode::CType {
+                    return None;
+                }
+                out.push(b'.');
+            }
+            _ => out.push(c),
+        }
+        q += 1;
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_without_hash() {
+        assert_eq!(demangle("_ZN8rustwork9histogram17h0123456789abcdefE").as_deref(), Some("rustwork::histogram"));
+        assert_eq!(demangle("_RNvNtCs1234_3std2rt10lang_start").as_deref(), Some("std::rt::lang_start"));
+    }
+
+    #[test]
+    fn cxx_with_params() {
+        assert_eq!(demangle("_ZN3sim5World6energyEv").as_deref(), Some("sim::World::energy()"));
+        assert_eq!(demangle("_ZNK3sim5World6energyEv").as_deref(), Some("sim::World::energy() const"));
+        assert_eq!(demangle("i").as_deref(), Some("int"));
+        assert_eq!(demangle("main"), None);
+        assert_eq!(demangle("__sort<int>"), None);
+        assert_eq!(demangle("operator()"), None);
+    }
+
+    #[test]
+    fn fallback_without_runtime() {
+        assert_eq!(cxx_fallback("_ZN3sim5World6energyEv").as_deref(), Some("sim::World::energy()"));
+        assert_eq!(cxx_fallback("i").as_deref(), Some("int"));
+        assert_eq!(cxx_fallback("_GLOBAL__I_foo").as_deref(), Some("global constructors keyed to foo"));
+        assert_eq!(cxx_fallback("main"), None);
+    }
+
+    #[test]
+    fn runtime_demangler_quirks() {
+        // With the C++ runtime present, libiberty's spelling is used.
+        if cxa::demangle("i").is_some() {
+            assert_eq!(
+                demangle("_ZNSt10_Head_baseILm0ERKiLb0EE7_M_headERS2_").as_deref(),
+                Some("std::_Head_base<0ul, int const&, false>::_M_head(std::_Head_base<0ul, int const&, false>&)")
+            );
+        }
+    }
+
+    #[test]
+    fn ocaml_and_java() {
+        assert_eq!(demangle("camlStdlib__list__map_123").as_deref(), Some("Stdlib.list.map"));
+        assert_eq!(demangle("Ljava/lang/Object;equals(Ljava/lang/Object;)Z").as_deref(), Some("java.lang.Object.equals(java.lang.Object)"));
+    }
+}

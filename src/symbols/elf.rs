@@ -1,0 +1,460 @@
+//! A small, forgiving ELF reader: section and program headers, symbol
+//! tables, relocations, notes and (possibly `SHF_COMPRESSED`) section data.
+//!
+//! Headers are parsed with the `object` crate's raw structures and copied
+//! into plain `u64` fields so that 32- and 64-bit files look the same to the
+//! rest of the symbolizer. Anything malformed yields `None` or an empty
+//! table, never a panic: a file pstitch cannot read simply has no symbols.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::Path;
+use std::rc::Rc;
+
+use object::elf;
+use object::read::elf::{FileHeader, ProgramHeader as _, SectionHeader as _};
+use object::{Endianness, FileKind};
+
+pub const SHT_PROGBITS: u32 = 1;
+pub const SHT_SYMTAB: u32 = 2;
+pub const SHT_RELA: u32 = 4;
+pub const SHT_NOBITS: u32 = 8;
+pub const SHT_REL: u32 = 9;
+pub const SHT_DYNSYM: u32 = 11;
+pub const SHF_ALLOC: u64 = 2;
+pub const SHF_EXECINSTR: u64 = 4;
+pub const SHN_UNDEF: u16 = 0;
+pub const SHN_ABS: u16 = 0xfff1;
+pub const STT_NOTYPE: u8 = 0;
+pub const STT_OBJECT: u8 = 1;
+pub const STT_FUNC: u8 = 2;
+pub const STT_SECTION: u8 = 3;
+pub const STT_FILE: u8 = 4;
+pub const STT_TLS: u8 = 6;
+pub const STT_GNU_IFUNC: u8 = 10;
+pub const STB_LOCAL: u8 = 0;
+pub const STB_GLOBAL: u8 = 1;
+pub const STB_WEAK: u8 = 2;
+pub const STV_INTERNAL: u8 = 1;
+pub const STV_HIDDEN: u8 = 2;
+pub const PT_LOAD: u32 = 1;
+pub const ET_REL: u16 = 1;
+pub const EM_386: u16 = 3;
+pub const EM_X86_64: u16 = 62;
+pub const R_X86_64_IRELATIVE: u32 = 37;
+
+/// The bytes of a file: a read-only memory map, or a copy when mapping fails.
+pub enum FileBytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Maps `path` read-only; `None` if it is not a readable regular file.
+pub fn map_file(path: &Path) -> Option<Rc<FileBytes>> {
+    let file = File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    if meta.len() == 0 {
+        return Some(Rc::new(FileBytes::Owned(Vec::new())));
+    }
+    // SAFETY: read-only mapping; object files are not expected to change
+    // while pstitch runs (perf makes the same assumption). Reads beyond a
+    // concurrently truncated file would fault, as they would for perf.
+    match unsafe { memmap2::Mmap::map(&file) } {
+        Ok(m) => Some(Rc::new(FileBytes::Mapped(m))),
+        Err(_) => std::fs::read(path).ok().map(|v| Rc::new(FileBytes::Owned(v))),
+    }
+}
+
+pub fn is_regular_file(path: &Path) -> bool {
+    std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(false)
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    pub name: Vec<u8>,
+    pub sh_type: u32,
+    pub sh_flags: u64,
+    pub sh_addr: u64,
+    pub sh_offset: u64,
+    pub sh_size: u64,
+    pub sh_link: u32,
+    pub sh_info: u32,
+    pub sh_addralign: u64,
+    pub sh_entsize: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Phdr {
+    pub p_type: u32,
+    pub p_flags: u32,
+    pub p_offset: u64,
+    pub p_vaddr: u64,
+    pub p_filesz: u64,
+    pub p_memsz: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Sym<'a> {
+    pub name: &'a [u8],
+    pub st_name: u32,
+    pub st_value: u64,
+    pub st_size: u64,
+    pub st_info: u8,
+    pub st_other: u8,
+    pub st_shndx: u16,
+}
+
+impl Sym<'_> {
+    pub fn typ(&self) -> u8 {
+        self.st_info & 0xf
+    }
+    pub fn bind(&self) -> u8 {
+        self.st_info >> 4
+    }
+    pub fn visibility(&self) -> u8 {
+        self.st_other & 3
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Reloc {
+    pub r_offset: u64,
+    pub r_sym: u32,
+    pub r_type: u32,
+    pub r_addend: i64,
+}
+
+/// A parsed ELF file.
+pub struct Elf {
+    bytes: Rc<FileBytes>,
+    pub is_64: bool,
+    pub little_endian: bool,
+    pub e_type: u16,
+    pub e_machine: u16,
+    /// All section headers, index 0 included; empty if the table is
+    /// missing or unreadable.
+    pub sections: Vec<Section>,
+    /// False when the section name table could not be read (perf then
+    /// finds no section by name).
+    pub names_ok: bool,
+    pub phdrs: Vec<Phdr>,
+}
+
+impl Elf {
+    /// Parses the headers; `None` if this is not an ELF file at all.
+    pub fn parse(bytes: Rc<FileBytes>) -> Option<Elf> {
+        match FileKind::parse(&bytes[..]).ok()? {
+            FileKind::Elf32 => Self::parse_as::<elf::FileHeader32<Endianness>>(bytes, false),
+            FileKind::Elf64 => Self::parse_as::<elf::FileHeader64<Endianness>>(bytes, true),
+            _ => None,
+        }
+    }
+
+    pub fn open(path: &Path) -> Option<Elf> {
+        Elf::parse(map_file(path)?)
+    }
+
+    fn parse_as<H: FileHeader<Endian = Endianness>>(bytes: Rc<FileBytes>, is_64: bool) -> Option<Elf> {
+        let data: &[u8] = &bytes;
+        let hdr = H::parse(data).ok()?;
+        let endian = hdr.endian().ok()?;
+        let mut sections = Vec::new();
+        let mut names_ok = false;
+        if let Ok(table) = hdr.sections(endian, data) {
+            names_ok = !table.is_empty();
+            for s in table.iter() {
+                let name = match table.section_name(endian, s) {
+                    Ok(n) => n.to_vec(),
+                    Err(_) => {
+                        names_ok = false;
+                        Vec::new()
+                    }
+                };
+                sections.push(Section {
+                    name,
+                    sh_type: s.sh_type(endian).0,
+                    sh_flags: s.sh_flags(endian).0,
+                    sh_addr: s.sh_addr(endian).into(),
+                    sh_offset: s.sh_offset(endian).into(),
+                    sh_size: s.sh_size(endian).into(),
+                    sh_link: s.sh_link(endian),
+                    sh_info: s.sh_info(endian),
+                    sh_addralign: s.sh_addralign(endian).into(),
+                    sh_entsize: s.sh_entsize(endian).into(),
+                });
+            }
+        }
+        let mut phdrs = Vec::new();
+        if let Ok(ph) = hdr.program_headers(endian, data) {
+            for p in ph {
+                phdrs.push(Phdr {
+                    p_type: p.p_type(endian).0,
+                    p_flags: p.p_flags(endian).0,
+                    p_offset: p.p_offset(endian).into(),
+                    p_vaddr: p.p_vaddr(endian).into(),
+                    p_filesz: p.p_filesz(endian).into(),
+                    p_memsz: p.p_memsz(endian).into(),
+                });
+            }
+        }
+        let e_type = hdr.e_type(endian).0;
+        let e_machine = hdr.e_machine(endian).0;
+        Some(Elf { little_endian: endian == Endianness::Little, bytes, is_64, e_type, e_machine, sections, names_ok, phdrs })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// perf's `elf_section_by_name`: the first section (from index 1) with
+    /// this name.
+    pub fn section_by_name(&self, name: &str) -> Option<(usize, &Section)> {
+        if !self.names_ok {
+            return None;
+        }
+        self.sections.iter().enumerate().skip(1).find(|(_, s)| s.name == name.as_bytes())
+    }
+
+    /// The raw (possibly compressed) file bytes of a section; empty for
+    /// NOBITS, `None` when out of bounds.
+    pub fn raw_data(&self, s: &Section) -> Option<&[u8]> {
+        if s.sh_type == SHT_NOBITS {
+            return Some(&[]);
+        }
+        let start = usize::try_from(s.sh_offset).ok()?;
+        let len = usize::try_from(s.sh_size).ok()?;
+        self.bytes.get(start..start.checked_add(len)?)
+    }
+
+    /// The contents of a section, decompressed if `SHF_COMPRESSED`.
+    pub fn data(&self, s: &Section) -> Option<Cow<'_, [u8]>> {
+        const SHF_COMPRESSED: u64 = 0x800;
+        let raw = self.raw_data(s)?;
+        if s.sh_flags & SHF_COMPRESSED == 0 {
+            return Some(Cow::Borrowed(raw));
+        }
+        let (ch_type, size, hdr_len) = if self.is_64 {
+            (self.u32_at(raw, 0)?, self.u64_at(raw, 8)?, 24)
+        } else {
+            (self.u32_at(raw, 0)?, self.u32_at(raw, 4)? as u64, 12)
+        };
+        let body = raw.get(hdr_len..)?;
+        let size = usize::try_from(size).ok()?;
+        if size > 1 << 32 {
+            return None;
+        }
+        match ch_type {
+            1 => {
+                let mut out = Vec::with_capacity(size);
+                let mut d = flate2::read::ZlibDecoder::new(body);
+                use std::io::Read;
+                d.read_to_end(&mut out).ok()?;
+                (out.len() == size).then_some(Cow::Owned(out))
+            }
+            2 => {
+                let out = zstd::bulk::decompress(body, size).ok()?;
+                (out.len() == size).then_some(Cow::Owned(out))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn u16_at(&self, d: &[u8], off: usize) -> Option<u16> {
+        let b: [u8; 2] = d.get(off..off + 2)?.try_into().ok()?;
+        Some(if self.little_endian { u16::from_le_bytes(b) } else { u16::from_be_bytes(b) })
+    }
+    pub fn u32_at(&self, d: &[u8], off: usize) -> Option<u32> {
+        let b: [u8; 4] = d.get(off..off + 4)?.try_into().ok()?;
+        Some(if self.little_endian { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) })
+    }
+    pub fn u64_at(&self, d: &[u8], off: usize) -> Option<u64> {
+        let b: [u8; 8] = d.get(off..off + 8)?.try_into().ok()?;
+        Some(if self.little_endian { u64::from_le_bytes(b) } else { u64::from_be_bytes(b) })
+    }
+
+    /// The symbols of a SYMTAB/DYNSYM section (index 0 included), with names
+    /// from its linked string table. Empty if unreadable.
+    pub fn symbols(&self, sec_idx: usize) -> Vec<Sym<'_>> {
+        let mut out = Vec::new();
+        let Some(s) = self.sections.get(sec_idx) else { return out };
+        let Some(data) = self.raw_data(s) else { return out };
+        let strtab = self.sections.get(s.sh_link as usize).and_then(|st| self.raw_data(st)).unwrap_or(&[]);
+        let entsize = if self.is_64 { 24 } else { 16 };
+        if s.sh_entsize == 0 {
+            return out;
+        }
+        let n = (s.sh_size / s.sh_entsize) as usize;
+        for i in 0..n {
+            let off = i * entsize;
+            if off + entsize > data.len() {
+                break;
+            }
+            let (st_name, st_info, st_other, st_shndx, st_value, st_size) = if self.is_64 {
+                (
+                    self.u32_at(data, off).unwrap_or(0),
+                    data[off + 4],
+                    data[off + 5],
+                    self.u16_at(data, off + 6).unwrap_or(0),
+                    self.u64_at(data, off + 8).unwrap_or(0),
+                    self.u64_at(data, off + 16).unwrap_or(0),
+                )
+            } else {
+                (
+                    self.u32_at(data, off).unwrap_or(0),
+                    data[off + 12],
+                    data[off + 13],
+                    self.u16_at(data, off + 14).unwrap_or(0),
+                    self.u32_at(data, off + 4).unwrap_or(0) as u64,
+                    self.u32_at(data, off + 8).unwrap_or(0) as u64,
+                )
+            };
+            let name = cstr_at(strtab, st_name as usize);
+            out.push(Sym { name, st_name, st_value, st_size, st_info, st_other, st_shndx });
+        }
+        out
+    }
+
+    /// The entries of a REL/RELA section.
+    pub fn relocations(&self, s: &Section) -> Vec<Reloc> {
+        let mut out = Vec::new();
+        let Some(data) = self.raw_data(s) else { return out };
+        let is_rela = s.sh_type == SHT_RELA;
+        let entsize = match (self.is_64, is_rela) {
+            (true, true) => 24,
+            (true, false) => 16,
+            (false, true) => 12,
+            (false, false) => 8,
+        };
+        let n = s.sh_size.checked_div(s.sh_entsize).unwrap_or(0) as usize;
+        for i in 0..n {
+            let off = i * entsize;
+            if off + entsize > data.len() {
+                break;
+            }
+            let r = if self.is_64 {
+                let info = self.u64_at(data, off + 8).unwrap_or(0);
+                Reloc {
+                    r_offset: self.u64_at(data, off).unwrap_or(0),
+                    r_sym: (info >> 32) as u32,
+                    r_type: info as u32,
+                    r_addend: if is_rela { self.u64_at(data, off + 16).unwrap_or(0) as i64 } else { 0 },
+                }
+            } else {
+                let info = self.u32_at(data, off + 4).unwrap_or(0);
+                Reloc {
+                    r_offset: self.u32_at(data, off).unwrap_or(0) as u64,
+                    r_sym: info >> 8,
+                    r_type: info & 0xff,
+                    r_addend: if is_rela { self.u32_at(data, off + 8).unwrap_or(0) as i32 as i64 } else { 0 },
+                }
+            };
+            out.push(r);
+        }
+        out
+    }
+
+    /// perf's `elf_read_build_id`: the GNU build-id note of the first of
+    /// `.note.gnu.build-id`, `.notes`, `.note` that exists.
+    pub fn build_id(&self) -> Option<Vec<u8>> {
+        let (_, sec) = self
+            .section_by_name(".note.gnu.build-id")
+            .or_else(|| self.section_by_name(".notes"))
+            .or_else(|| self.section_by_name(".note"))?;
+        let data = self.raw_data(sec)?;
+        let mut off = 0usize;
+        while off + 12 <= data.len() {
+            let namesz = self.u32_at(data, off)? as usize;
+            let descsz = self.u32_at(data, off + 4)? as usize;
+            let ntype = self.u32_at(data, off + 8)?;
+            let name_off = off + 12;
+            let desc_off = name_off.checked_add(align4(namesz))?;
+            if ntype == 3 && namesz == 4 && data.get(name_off..name_off + 4) == Some(b"GNU\0") {
+                let n = align4(descsz).min(20);
+                let mut id = data.get(desc_off..desc_off.checked_add(n)?)?.to_vec();
+                id.truncate(n);
+                return Some(id);
+            }
+            off = desc_off.checked_add(align4(descsz))?;
+        }
+        None
+    }
+
+    /// perf's `filename__read_debuglink`: the file name at the start of
+    /// `.gnu_debuglink`.
+    pub fn debuglink(&self) -> Option<Vec<u8>> {
+        let (_, sec) = self.section_by_name(".gnu_debuglink")?;
+        let data = self.raw_data(sec)?;
+        Some(cstr_at(data, 0).to_vec())
+    }
+
+    /// perf's `elf_read_program_header`: the PT_LOAD segment containing
+    /// `vaddr`.
+    pub fn load_segment_for(&self, vaddr: u64) -> Option<&Phdr> {
+        self.phdrs.iter().find(|p| {
+            let sz = p.p_memsz.max(p.p_filesz);
+            p.p_type == PT_LOAD && sz != 0 && vaddr >= p.p_vaddr && vaddr < p.p_vaddr.wrapping_add(sz)
+        })
+    }
+}
+
+fn align4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+/// The NUL-terminated string at `off` (empty if out of bounds).
+pub fn cstr_at(d: &[u8], off: usize) -> &[u8] {
+    let Some(rest) = d.get(off..) else { return &[] };
+    match rest.iter().position(|&b| b == 0) {
+        Some(n) => &rest[..n],
+        None => rest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn own(v: Vec<u8>) -> Rc<FileBytes> {
+        Rc::new(FileBytes::Owned(v))
+    }
+
+    #[test]
+    fn rejects_non_elf_and_truncated_headers() {
+        assert!(Elf::parse(own(b"not an elf file at all".to_vec())).is_none());
+        assert!(Elf::parse(own(Vec::new())).is_none());
+        assert!(Elf::parse(own(b"\x7fELF\x02\x01\x01".to_vec())).is_none());
+    }
+
+    #[test]
+    fn reads_own_test_binary() {
+        let exe = std::env::current_exe().unwrap();
+        let elf = Elf::open(&exe).expect("test binary is ELF");
+        assert!(elf.section_by_name(".text").is_some());
+        // Truncations never panic, whatever they cut.
+        let bytes = std::fs::read(&exe).unwrap();
+        for cut in [16, 64, 100, 1000, bytes.len() / 3, bytes.len() - 1] {
+            if let Some(e) = Elf::parse(own(bytes[..cut].to_vec())) {
+                for (i, s) in e.sections.iter().enumerate() {
+                    let _ = e.data(s);
+                    let _ = e.symbols(i);
+                    let _ = e.relocations(s);
+                }
+                let _ = e.build_id();
+                let _ = e.debuglink();
+            }
+        }
+    }
+}

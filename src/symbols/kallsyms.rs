@@ -1,0 +1,237 @@
+//! Kernel symbols from a kallsyms file, as perf loads them
+//! (`dso__load_kallsyms`): `T`/`W`/`D`/`B` symbols in either case, each
+//! zero-sized and extended to the next (modules end at the next page),
+//! same-address aliases reduced to the last one listed, module symbols
+//! dropped (pstitch creates no module maps), and addresses shifted by the
+//! boot relocation found through the reference symbol (`_text`).
+
+use std::rc::Rc;
+
+use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
+use super::symtab::{Sym, SymTab};
+
+/// One kallsyms line: address, type letter, name (with `\t[module]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub addr: u64,
+    pub typ: u8,
+    pub name: &'a [u8],
+}
+
+/// perf's `kallsyms__parse`, byte for byte: a line that does not start
+/// with hex digits followed by a space is skipped (and, like perf, a line
+/// whose very first byte is not a hex digit also swallows the line after
+/// it when that byte was the newline).
+pub fn parse(data: &[u8]) -> Vec<Entry<'_>> {
+    const NAME_MAX: usize = 513;
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = data.len();
+    let read_to_eol = |i: &mut usize| {
+        while *i < n {
+            let c = data[*i];
+            *i += 1;
+            if c == b'\n' {
+                break;
+            }
+        }
+    };
+    while i < n {
+        // io__get_hex
+        let mut addr: u64 = 0;
+        let mut digits = 0;
+        let stop;
+        loop {
+            if i >= n {
+                stop = None;
+                break;
+            }
+            let c = data[i];
+            i += 1;
+            match (c as char).to_digit(16) {
+                Some(d) => {
+                    addr = addr << 4 | d as u64;
+                    digits += 1;
+                }
+                None => {
+                    stop = Some(c);
+                    break;
+                }
+            }
+        }
+        if digits == 0 || stop != Some(b' ') {
+            if stop.is_none() {
+                break;
+            }
+            read_to_eol(&mut i);
+            continue;
+        }
+        let Some(&typ) = data.get(i) else { break };
+        i += 1;
+        if data.get(i) != Some(&b' ') {
+            if i >= n {
+                break;
+            }
+            i += 1;
+            read_to_eol(&mut i);
+            continue;
+        }
+        i += 1;
+        let start = i;
+        while i < n && data[i] != b'\n' && i - start < NAME_MAX {
+            i += 1;
+        }
+        let name = &data[start..i];
+        if i < n && data[i] == b'\n' {
+            i += 1;
+        }
+        out.push(Entry { addr, typ, name });
+    }
+    out
+}
+
+/// perf's `kallsyms__get_function_start`: the first `T`/`W`/`A` symbol
+/// with this name.
+pub fn function_start(entries: &[Entry<'_>], name: &str) -> Option<u64> {
+    entries
+        .iter()
+        .find(|e| matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'A') && e.name == name.as_bytes())
+        .map(|e| e.addr)
+}
+
+/// Kernel symbols, and module symbols by module name (`[ext4]`, absolute
+/// addresses, names without the module tag).
+pub struct Kallsyms {
+    pub kernel: SymTab,
+    pub modules: std::collections::HashMap<String, Vec<Sym>>,
+}
+
+/// The kernel's symbol table, or `None` where perf fails to load kallsyms
+/// (the reference symbol is missing from the file).
+pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
+    load_all(data, ref_reloc).map(|k| k.kernel)
+}
+
+/// [`load`], keeping the module symbols perf moves to module maps
+/// (`maps__split_kallsyms`).
+pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
+    let entries = parse(data);
+    let mut syms = Vec::with_capacity(entries.len());
+    for e in &entries {
+        if !matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') || e.name.first() == Some(&b'$') {
+            continue;
+        }
+        let binding = if e.typ == b'W' {
+            STB_WEAK
+        } else if e.typ.is_ascii_uppercase() {
+            STB_GLOBAL
+        } else {
+            STB_LOCAL
+        };
+        let typ = if matches!(e.typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
+        let name: Rc<str> = String::from_utf8_lossy(e.name).into();
+        syms.push(Sym::new(e.addr, 0, binding, typ, name));
+    }
+    let delta = match ref_reloc {
+        Some((name, addr)) => function_start(&entries, name)?.wrapping_sub(addr),
+        None => 0,
+    };
+    let mut t = SymTab::default();
+    t.insert_all(syms);
+    t.fixup_end(true);
+    t.fixup_duplicate();
+    // maps__split_kallsyms: module symbols go to their module's map (kept
+    // aside here), entry trampolines are dropped on x86_64, the kernel's own
+    // symbols are shifted by the boot relocation.
+    let mut modules: std::collections::HashMap<String, Vec<Sym>> = std::collections::HashMap::new();
+    let mut kernel = SymTab::default();
+    for mut s in t.syms.drain(..) {
+        if let Some(tab) = s.name.find('\t') {
+            let module = s.name[tab + 1..].to_string();
+            s.name = s.name[..tab].into();
+            modules.entry(module).or_default().push(s);
+            continue;
+        }
+        if &*s.name == "__entry_SYSCALL_64_trampoline" {
+            continue;
+        }
+        s.start = s.start.wrapping_sub(delta);
+        s.end = s.end.wrapping_sub(delta);
+        kernel.syms.push(s);
+    }
+    Some(Kallsyms { kernel, modules })
+}
+
+/// perf's module name for a module map's file name (`kmod_path__parse`):
+/// `[name]` from a `.ko` path (compression suffix allowed, `-` becomes `_`),
+/// the name itself when it is already bracketed.
+pub fn module_name(filename: &str) -> String {
+    let base = filename.rsplit('/').next().unwrap_or(filename);
+    if base.starts_with('[') {
+        return base.to_string();
+    }
+    let mut stem = base;
+    for ext in [".gz", ".xz", ".zst"] {
+        if let Some(s) = stem.strip_suffix(ext) {
+            stem = s;
+            break;
+        }
+    }
+    let stem = stem.strip_suffix(".ko").unwrap_or(stem);
+    format!("[{}]", stem.replace('-', "_"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &[u8] = b"ffffffff81000000 T srso_alias_untrain_ret\n\
+ffffffff81000000 T _stext\n\
+ffffffff81000000 T _text\n\
+ffffffff81000040 t helper\n\
+ffffffff81000080 R some_rodata\n\
+ffffffff81000100 W weak_fn\n\
+ffffffff81000200 D data_sym\n\
+ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
+
+    #[test]
+    fn parses_lines() {
+        let e = parse(SAMPLE);
+        assert_eq!(e.len(), 8);
+        assert_eq!(e[3], Entry { addr: 0xffffffff81000040, typ: b't', name: b"helper" });
+        assert_eq!(e[7].name, b"ftrace_trampoline\t[__builtin__ftrace]");
+        // Garbage lines are skipped without losing the next good one.
+        let e = parse(b"zz bad\nffff T ok\n1234Xbad\n10 t x\n");
+        assert_eq!(e.iter().map(|e| e.name).collect::<Vec<_>>(), vec![&b"ok"[..], &b"x"[..]]);
+    }
+
+    #[test]
+    fn last_alias_wins_and_modules_go() {
+        let t = load(SAMPLE, Some(("_text", 0xffffffff81000000))).unwrap();
+        let v: Vec<_> = t.syms.iter().map(|s| (s.name.to_string(), s.start, s.end)).collect();
+        assert_eq!(v[0], ("_text".to_string(), 0xffffffff81000000, 0xffffffff81000040));
+        assert_eq!(v[1], ("helper".to_string(), 0xffffffff81000040, 0xffffffff81000100));
+        assert_eq!(v[2].0, "weak_fn");
+        // Last kernel symbol before a module symbol: end rounded up a page.
+        assert_eq!(v[3], ("data_sym".to_string(), 0xffffffff81000200, 0xffffffff81002000));
+        assert_eq!(v.len(), 4);
+    }
+
+    #[test]
+    fn module_symbols_and_names() {
+        let k = load_all(SAMPLE, None).unwrap();
+        let m = &k.modules["[__builtin__ftrace]"];
+        assert_eq!(m.len(), 1);
+        assert_eq!(&*m[0].name, "ftrace_trampoline");
+        assert_eq!(module_name("/lib/modules/6.1/kernel/fs/ext4/ext4.ko"), "[ext4]");
+        assert_eq!(module_name("/lib/modules/x/snd-hda-codec.ko.xz"), "[snd_hda_codec]");
+        assert_eq!(module_name("[kvm_intel]"), "[kvm_intel]");
+    }
+
+    #[test]
+    fn relocation_and_missing_reference() {
+        let t = load(SAMPLE, Some(("_text", 0xffffffff80000000))).unwrap();
+        assert_eq!(t.syms[0].start, 0xffffffff80000000);
+        assert!(load(SAMPLE, Some(("_nothere", 1))).is_none());
+    }
+}

@@ -1,0 +1,644 @@
+//! Finding and reading the symbols of a user-space DSO the way perf's
+//! `dso__load` does: candidate files in `binary_type_symtab[]` order
+//! (debuglink, build-id cache, distro debug directories, the file itself,
+//! ...), each rejected on a build-id mismatch; the first with `.symtab`
+//! gives the symbols, the first with `.dynsym` is the "runtime" image whose
+//! program headers turn symbol values into file offsets; `.symtab` and
+//! `.dynsym` both loaded (`dso__load_sym`), then the PLT synthesized.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use super::demangle::demangle;
+use super::elf::{self, Elf, Sym as ElfSym};
+use super::symtab::{Sym, SymTab};
+
+/// Where to look.
+pub struct Search<'a> {
+    pub symfs: Option<&'a Path>,
+    /// The build-id cache (`<symfs>/.debug` when a symfs is given).
+    pub buildid_dir: Option<&'a Path>,
+    pub demangle: bool,
+}
+
+impl Search<'_> {
+    /// perf's `__symbol__join_symfs`: `symfs + "/" + path` (a symfs of `/`
+    /// counts as none).
+    pub fn join(&self, path: &str) -> PathBuf {
+        match self.symfs {
+            Some(s) if !s.as_os_str().is_empty() && s != Path::new("/") => {
+                let mut p = s.as_os_str().to_owned();
+                p.push("/");
+                p.push(path);
+                PathBuf::from(p)
+            }
+            _ => PathBuf::from(path),
+        }
+    }
+}
+
+/// The result of loading a DSO.
+#[derive(Default)]
+pub struct Loaded {
+    pub syms: SymTab,
+    /// `dso->adjust_symbols`: symbol values are file offsets.
+    pub adjust_symbols: bool,
+    /// `.text` `sh_addr - sh_offset` of the runtime image.
+    pub text_offset: u64,
+    /// The file the symbols came from (perf's `symsrc_filename`, set only
+    /// for a file with `.symtab`); addr2line runs on it.
+    pub symsrc: Option<PathBuf>,
+    /// The build-id perf ended up with (possibly read from the file).
+    pub build_id: Option<Vec<u8>>,
+}
+
+/// perf's `dso__build_id_equal`.
+pub fn build_id_equal(dso_bid: &[u8], file_bid: &[u8]) -> bool {
+    if dso_bid.len() > file_bid.len() && dso_bid.len() == 20 {
+        return dso_bid.starts_with(file_bid) && dso_bid[file_bid.len()..].iter().all(|&b| b == 0);
+    }
+    dso_bid == file_bid
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The build-id cache entry for a build-id: `<dir>/.build-id/xx/rest`, a
+/// file (old layout) or a directory holding `elf`/`debug`/`vdso`.
+fn build_id_cache_path(dir: &Path, bid: &[u8], basename: &str) -> Option<PathBuf> {
+    if bid.is_empty() {
+        return None;
+    }
+    let h = hex(bid);
+    let link = dir.join(".build-id").join(&h[..2]).join(&h[2..]);
+    if elf::is_regular_file(&link) {
+        return Some(link);
+    }
+    Some(link.join(basename))
+}
+
+/// The candidate file names, in perf's order.
+fn candidates(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    // DSO_BINARY_TYPE__DEBUGLINK
+    let full = search.join(long_name);
+    if elf::is_regular_file(&full)
+        && let Some(link) = Elf::open(&full).and_then(|e| e.debuglink()) {
+            let link = String::from_utf8_lossy(&link).into_owned();
+            let full_s = full.to_string_lossy().into_owned();
+            let dir = match full_s.rfind('/') {
+                Some(p) => full_s[..p].to_string(),
+                None => String::new(),
+            };
+            for cand in [link.clone(), format!("{dir}/{link}"), format!("{dir}/.debug/{link}"), format!("/usr/lib/debug{dir}/{link}")] {
+                let p = PathBuf::from(&cand);
+                if elf::is_regular_file(&p) {
+                    out.push(p);
+                    break;
+                }
+            }
+        }
+    // BUILD_ID_CACHE, BUILD_ID_CACHE_DEBUGINFO
+    if let (Some(dir), Some(bid)) = (search.buildid_dir, bid) {
+        let base = if is_vdso { "vdso" } else { "elf" };
+        out.extend(build_id_cache_path(dir, bid, base));
+        out.extend(build_id_cache_path(dir, bid, "debug"));
+    }
+    // FEDORA_DEBUGINFO, UBUNTU_DEBUGINFO
+    out.push(search.join(&format!("/usr/lib/debug{long_name}.debug")));
+    out.push(search.join(&format!("/usr/lib/debug{long_name}")));
+    // BUILDID_DEBUGINFO
+    if let Some(bid) = bid {
+        let h = hex(bid);
+        out.push(search.join(&format!("/usr/lib/debug/.build-id/{}/{}.debug", &h[..2], &h[2..])));
+    }
+    // SYSTEM_PATH_DSO
+    out.push(full);
+    // OPENEMBEDDED_DEBUGINFO: <dir>/.debug/<base>
+    let (dir, base) = match long_name.rfind('/') {
+        Some(p) => (&long_name[..p], &long_name[p..]),
+        None => ("", long_name),
+    };
+    out.push(search.join(&format!("{dir}/.debug{base}")));
+    // MIXEDUP_UBUNTU_DEBUGINFO
+    if let Some(rest) = long_name.strip_prefix("/usr/lib/") {
+        out.push(search.join(&format!("/usr/lib/debug/lib/{rest}")));
+    }
+    out
+}
+
+/// An opened candidate (perf's `struct symsrc`).
+struct SymSrc {
+    path: PathBuf,
+    elf: Elf,
+    symtab: Option<usize>,
+    dynsym: Option<usize>,
+}
+
+fn symsrc_init(path: &Path, bid: Option<&[u8]>) -> Option<SymSrc> {
+    let elf = Elf::open(path)?;
+    if let Some(bid) = bid {
+        let file_bid = elf.build_id()?;
+        if !build_id_equal(bid, &file_bid) {
+            return None;
+        }
+    }
+    let symtab = elf.section_by_name(".symtab").filter(|(_, s)| s.sh_type == elf::SHT_SYMTAB).map(|(i, _)| i);
+    let dynsym = elf.section_by_name(".dynsym").filter(|(_, s)| s.sh_type == elf::SHT_DYNSYM).map(|(i, _)| i);
+    Some(SymSrc { path: path.to_path_buf(), elf, symtab, dynsym })
+}
+
+/// perf's `dso__load` for a user-space file DSO.
+pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Loaded {
+    let mut loaded = Loaded::default();
+    let mut bid: Option<Vec<u8>> = bid.map(<[u8]>::to_vec);
+    // "Read the build id if possible" (perf checks the path outside the
+    // symfs; pstitch also accepts the symfs copy, see NOTES.md).
+    if bid.is_none() {
+        let full = search.join(long_name);
+        if elf::is_regular_file(Path::new(long_name)) || elf::is_regular_file(&full) {
+            bid = Elf::open(&full).and_then(|e| e.build_id());
+        }
+    }
+    loaded.build_id = bid.clone();
+    let mut syms_ss: Option<Rc<SymSrc>> = None;
+    let mut runtime_ss: Option<Rc<SymSrc>> = None;
+    for cand in candidates(long_name, bid.as_deref(), is_vdso, search) {
+        if !elf::is_regular_file(&cand) {
+            continue;
+        }
+        let Some(ss) = symsrc_init(&cand, bid.as_deref()) else { continue };
+        let ss = Rc::new(ss);
+        let mut used = false;
+        if syms_ss.is_none() && ss.symtab.is_some() {
+            syms_ss = Some(ss.clone());
+            used = true;
+        }
+        if runtime_ss.is_none() && ss.dynsym.is_some() {
+            runtime_ss = Some(ss.clone());
+            used = true;
+        }
+        if used && syms_ss.is_some() && runtime_ss.is_some() {
+            break;
+        }
+    }
+    let (syms_ss, runtime_ss) = match (syms_ss, runtime_ss) {
+        (None, None) => return loaded,
+        (Some(s), None) => (s.clone(), s),
+        (None, Some(r)) => (r.clone(), r),
+        (Some(s), Some(r)) => (s, r),
+    };
+    if syms_ss.symtab.is_some() {
+        loaded.symsrc = Some(syms_ss.path.clone());
+    }
+    let mut nr = 0;
+    if let Some(idx) = syms_ss.symtab {
+        match load_sym_table(&mut loaded, &syms_ss, &runtime_ss, idx, search) {
+            Some(n) => nr += n,
+            None => return failed(loaded),
+        }
+    } else {
+        // A user DSO without .symtab still gets adjust_symbols/text_offset
+        // from its .dynsym pass below.
+    }
+    if let Some(idx) = syms_ss.dynsym {
+        match load_sym_table(&mut loaded, &syms_ss, &runtime_ss, idx, search) {
+            Some(n) => nr += n,
+            None => return failed(loaded),
+        }
+    }
+    if nr > 0 {
+        synthesize_plt(&mut loaded, &runtime_ss.elf, runtime_ss.dynsym, runtime_ss.symtab, search);
+    }
+    loaded
+}
+
+/// A load that failed half-way: perf reports no symbols for it.
+fn failed(mut loaded: Loaded) -> Loaded {
+    loaded.syms = SymTab::default();
+    loaded
+}
+
+fn name_of(raw: &[u8], search: &Search<'_>) -> Rc<str> {
+    let s = String::from_utf8_lossy(raw);
+    if search.demangle
+        && let Some(d) = demangle(&s) {
+            return d.into();
+        }
+    s.into()
+}
+
+/// perf's `dso__load_sym_internal` for one table of `syms_ss`; `None` on
+/// the errors that make perf give up on the DSO.
+fn load_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, sec_idx: usize, search: &Search<'_>) -> Option<usize> {
+    let elf = &syms_ss.elf;
+    let run = &runtime_ss.elf;
+    if let Some((_, t)) = run.section_by_name(".text") {
+        loaded.text_offset = t.sh_addr.wrapping_sub(t.sh_offset);
+    }
+    // Symbol table, string table and both section name tables must be there.
+    let sec = elf.sections.get(sec_idx)?;
+    elf.raw_data(sec)?;
+    elf.sections.get(sec.sh_link as usize)?;
+    if !elf.names_ok || !run.names_ok {
+        return None;
+    }
+    loaded.adjust_symbols = true;
+    let mut new = Vec::new();
+    for sym in elf.symbols(sec_idx) {
+        let typ = sym.typ();
+        let is_label = typ == elf::STT_NOTYPE
+            && sym.st_name != 0
+            && sym.st_shndx != elf::SHN_UNDEF
+            && sym.st_shndx != elf::SHN_ABS
+            && sym.visibility() != elf::STV_HIDDEN
+            && sym.visibility() != elf::STV_INTERNAL;
+        let is_func = (typ == elf::STT_FUNC || typ == elf::STT_GNU_IFUNC) && sym.st_name != 0 && sym.st_shndx != elf::SHN_UNDEF;
+        let is_object = typ == elf::STT_OBJECT && sym.st_name != 0 && sym.st_shndx != elf::SHN_UNDEF;
+        if !is_label && !is_func && !is_object {
+            continue;
+        }
+        if sym.st_shndx == elf::SHN_ABS {
+            continue;
+        }
+        let mut shdr = elf.sections.get(sym.st_shndx as usize)?;
+        if shdr.sh_flags & elf::SHF_ALLOC == 0 {
+            continue;
+        }
+        if shdr.sh_type == elf::SHT_NOBITS {
+            shdr = run.sections.get(sym.st_shndx as usize)?;
+        }
+        if is_label {
+            let n = &shdr.name;
+            let has = |w: &[u8]| n.windows(w.len()).any(|x| x == w);
+            if !has(b"text") && !has(b"data") {
+                continue;
+            }
+        }
+        let value = adjust_value(run, &sym, shdr.sh_addr, shdr.sh_offset);
+        new.push(Sym::new(value, sym.st_size, sym.bind(), typ, name_of(sym.name, search)));
+    }
+    let nr = new.len();
+    loaded.syms.insert_all(new);
+    if nr > 0 {
+        loaded.syms.fixup_end(false);
+        loaded.syms.fixup_duplicate();
+    }
+    Some(nr)
+}
+
+fn adjust_value(run: &Elf, sym: &ElfSym<'_>, sh_addr: u64, sh_offset: u64) -> u64 {
+    match run.load_segment_for(sym.st_value) {
+        Some(p) => sym.st_value.wrapping_sub(p.p_vaddr.wrapping_sub(p.p_offset)),
+        None => sym.st_value.wrapping_sub(sh_addr.wrapping_sub(sh_offset)),
+    }
+}
+
+/// perf's `get_plt_sizes` for x86 (other machines: the section entry size).
+fn plt_sizes(elf: &Elf, s: &elf::Section) -> Option<(u64, u64)> {
+    let (header, entry) = if elf.e_machine == elf::EM_X86_64 || elf.e_machine == elf::EM_386 {
+        let mut e = s.sh_entsize;
+        if e != 8 && e != 16 {
+            e = if s.sh_addralign == 8 { 8 } else { 16 };
+        }
+        (e, e)
+    } else {
+        (s.sh_entsize, s.sh_entsize)
+    };
+    (entry != 0).then_some((header, entry))
+}
+
+fn is_x86(elf: &Elf) -> bool {
+    elf.e_machine == elf::EM_X86_64 || elf.e_machine == elf::EM_386
+}
+
+/// perf's `dso__synthesize_plt_symbols` (with `.plt.got` and `.plt.sec`).
+fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, symtab_idx: Option<usize>, search: &Search<'_>) {
+    let Some((_, plt)) = elf.section_by_name(".plt") else { return };
+    let plt = plt.clone();
+    if let Some(i) = loaded.syms.find_index(plt.sh_offset) {
+        let f = &mut loaded.syms.syms[i];
+        if f.start < plt.sh_offset && f.end > plt.sh_offset {
+            f.end = plt.sh_offset;
+        }
+    }
+    let Some((header_size, mut entry_size)) = plt_sizes(elf, &plt) else { return };
+    let plt_name: Rc<str> = ".plt".into();
+    loaded.syms.insert(Sym::new(plt.sh_offset, header_size, elf::STB_GLOBAL, elf::STT_FUNC, plt_name.clone()));
+    let plt_sym_key = |t: &super::symtab::SymTab| t.syms.iter().position(|s| s.start == plt.sh_offset && Rc::ptr_eq(&s.name, &plt_name));
+    if is_x86(elf) && !synthesize_plt_got(loaded, elf, search) {
+        return;
+    }
+    let (mut plt_offset, lazy) = match elf.section_by_name(".plt.sec").filter(|_| is_x86(elf)) {
+        Some((_, sec)) => {
+            let sec = sec.clone();
+            let Some((_, e)) = plt_sizes(elf, &sec) else { return };
+            entry_size = e;
+            if let Some(i) = plt_sym_key(&loaded.syms) {
+                loaded.syms.syms[i].end = plt.sh_offset.wrapping_add(plt.sh_size);
+            }
+            (sec.sh_offset, false)
+        }
+        None => (plt.sh_offset, true),
+    };
+    let Some((_, rel)) = elf.section_by_name(".rela.plt").or_else(|| elf.section_by_name(".rel.plt")) else { return };
+    let rel = rel.clone();
+    if rel.sh_type != elf::SHT_RELA && rel.sh_type != elf::SHT_REL {
+        return;
+    }
+    if rel.sh_link == 0 {
+        return;
+    }
+    let link = rel.sh_link as usize;
+    let sym_sec = if Some(link) == dynsym_idx {
+        dynsym_idx
+    } else if Some(link) == symtab_idx {
+        symtab_idx
+    } else {
+        return;
+    };
+    let Some(sym_sec) = sym_sec else { return };
+    let syms = elf.symbols(sym_sec);
+    let strtab_ok = elf
+        .sections
+        .get(elf.sections[sym_sec].sh_link as usize)
+        .and_then(|s| elf.raw_data(s))
+        .is_some_and(|d| !d.is_empty());
+    if !strtab_ok || rel.sh_entsize == 0 {
+        return;
+    }
+    let nr_entries = rel.sh_size / rel.sh_entsize;
+    let mut relocs = elf.relocations(&rel);
+    if lazy {
+        if nr_entries.wrapping_mul(entry_size) == plt.sh_size {
+            if let Some(i) = plt_sym_key(&loaded.syms) {
+                loaded.syms.remove(i);
+            }
+        } else {
+            plt_offset = plt_offset.wrapping_add(header_size);
+        }
+    }
+    if is_x86(elf) {
+        relocs.sort_by_key(|r| r.r_offset);
+    }
+    let is_rela = rel.sh_type == elf::SHT_RELA;
+    for r in relocs.iter().take(nr_entries as usize) {
+        let name = syms.get(r.r_sym as usize).map(|s| s.name).unwrap_or(&[]);
+        let name: String = if !name.is_empty() {
+            format!("{}@plt", name_of(name, search))
+        } else if let Some(n) = ifunc_name(loaded, elf, r, is_rela) {
+            n
+        } else {
+            format!("offset_{:#x}@plt", plt_offset)
+        };
+        loaded.syms.insert(Sym::new(plt_offset, entry_size, elf::STB_GLOBAL, elf::STT_FUNC, name.into()));
+        plt_offset = plt_offset.wrapping_add(entry_size);
+    }
+}
+
+/// perf's `get_ifunc_name`: an IRELATIVE PLT slot is named after the IFUNC
+/// symbol its addend points to.
+fn ifunc_name(loaded: &Loaded, elf: &Elf, r: &elf::Reloc, is_rela: bool) -> Option<String> {
+    if !(elf.e_machine == elf::EM_X86_64 && is_rela && r.r_type == elf::R_X86_64_IRELATIVE) {
+        return None;
+    }
+    let addr = r.r_addend as u64;
+    let p = elf.load_segment_for(addr)?;
+    let addr = addr.wrapping_sub(p.p_vaddr.wrapping_sub(p.p_offset));
+    let sym = loaded.syms.find(addr)?;
+    if sym.start != addr || (sym.typ != elf::STT_GNU_IFUNC && !sym.ifunc_alias) {
+        return None;
+    }
+    Some(format!("{}@plt", sym.name))
+}
+
+/// perf's `dso__synthesize_plt_got_symbols`; false on the error that makes
+/// perf stop synthesizing.
+fn synthesize_plt_got(loaded: &mut Loaded, elf: &Elf, search: &Search<'_>) -> bool {
+    let Some((_, got)) = elf.section_by_name(".plt.got") else { return true };
+    let got = got.clone();
+    if got.sh_entsize == 0 {
+        return true;
+    }
+    let got_data = elf.raw_data(&got).unwrap_or(&[]);
+    // get_rela_dyn_info: (r_offset, symbol) of .rela.dyn entries with a symbol.
+    type Sorted<'a> = (Vec<(u64, u32)>, Vec<ElfSym<'a>>);
+    let mut sorted: Option<Sorted<'_>> = None;
+    if elf.e_machine == elf::EM_X86_64
+        && let Some((_, rd)) = elf.section_by_name(".rela.dyn")
+            && rd.sh_link != 0 && rd.sh_entsize != 0
+                && let Some(dynsym) = elf.sections.get(rd.sh_link as usize) {
+                    let ok = dynsym.sh_link != 0
+                        && elf.raw_data(dynsym).is_some()
+                        && elf.sections.get(dynsym.sh_link as usize).and_then(|s| elf.raw_data(s)).is_some()
+                        && elf.raw_data(rd).is_some()
+                        && !got_data.is_empty();
+                    if ok {
+                        let mut v: Vec<(u64, u32)> =
+                            elf.relocations(rd).iter().filter(|r| r.r_sym != 0).map(|r| (r.r_offset, r.r_sym)).collect();
+                        v.sort_by_key(|e| e.0);
+                        sorted = Some((v, elf.symbols(rd.sh_link as usize)));
+                    }
+                }
+    // perf reads each entry from the section data; do not run past it.
+    let limit = got.sh_size.min(got_data.len() as u64);
+    let mut i = 0u64;
+    while i < limit {
+        let mut name = None;
+        if let Some((v, dynsyms)) = &sorted {
+            let disp = x86_64_plt_disp(got_data.get(i as usize..).unwrap_or(&[]));
+            if disp != 0 {
+                let target = got.sh_offset.wrapping_add(i).wrapping_add(disp as u64);
+                if let Ok(pos) = v.binary_search_by_key(&target, |e| e.0)
+                    && let Some(s) = dynsyms.get(v[pos].1 as usize) {
+                        let n = name_of(s.name, search);
+                        if !n.is_empty() {
+                            name = Some(format!("{n}@plt"));
+                        }
+                    }
+            }
+        }
+        let name = name.unwrap_or_else(|| format!("offset_{:#x}@plt", got.sh_offset.wrapping_add(i)));
+        loaded.syms.insert(Sym::new(got.sh_offset.wrapping_add(i), got.sh_entsize, elf::STB_GLOBAL, elf::STT_FUNC, name.into()));
+        i += got.sh_entsize;
+    }
+    true
+}
+
+/// perf's `get_x86_64_plt_disp`: offset from the entry to the GOT slot of a
+/// `jmp *disp32(%rip)` (after optional endbr64 and bnd prefixes).
+fn x86_64_plt_disp(p: &[u8]) -> u32 {
+    let mut n = 0;
+    if p.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+        n += 4;
+    }
+    if p.get(n) == Some(&0xf2) {
+        n += 1;
+    }
+    if p.get(n) == Some(&0xff) && p.get(n + 1) == Some(&0x25) {
+        n += 2;
+        let Some(d) = p.get(n..n + 4) else { return 0 };
+        let disp = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+        return (n as u32 + 4).wrapping_add(disp);
+    }
+    0
+}
+
+/// perf's `dso__load_perf_map`: `START SIZE name` lines (hex).
+pub fn load_perf_map(path: &Path) -> SymTab {
+    let mut t = SymTab::default();
+    let Ok(data) = std::fs::read(path) else { return t };
+    let hex_prefix = |s: &[u8]| -> (u64, usize) {
+        // strtoull(.., 16): optional whitespace, sign, 0x prefix.
+        let mut i = 0;
+        while i < s.len() && s[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let mut j = i;
+        if s.get(j) == Some(&b'0') && matches!(s.get(j + 1), Some(b'x') | Some(b'X')) && s.get(j + 2).is_some_and(u8::is_ascii_hexdigit) {
+            j += 2;
+        }
+        let start = j;
+        let mut v: u64 = 0;
+        while let Some(d) = s.get(j).and_then(|c| (*c as char).to_digit(16)) {
+            v = v.wrapping_mul(16).wrapping_add(d as u64);
+            j += 1;
+        }
+        if j == start {
+            return (0, 0);
+        }
+        (v, j)
+    };
+    let mut new = Vec::new();
+    let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    // perf overwrites the last character of every line it reads, which is
+    // the newline except on an unterminated last line.
+    match lines.last() {
+        Some([]) => {
+            lines.pop();
+        }
+        Some(l) => {
+            let n = lines.len();
+            lines[n - 1] = &l[..l.len() - 1];
+        }
+        None => {}
+    }
+    for line in lines {
+        let line_len = line.len();
+        let (start, mut len) = hex_prefix(line);
+        len += 1;
+        if len + 2 >= line_len {
+            continue;
+        }
+        let (size, l2) = hex_prefix(&line[len..]);
+        len += l2 + 1;
+        if len + 2 >= line_len {
+            continue;
+        }
+        let name = String::from_utf8_lossy(&line[len..]);
+        new.push(Sym::new(start, size, elf::STB_GLOBAL, elf::STT_FUNC, name.into()));
+    }
+    t.insert_all(new);
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symfs_join_like_perf() {
+        let s = Search { symfs: Some(Path::new("/sym")), buildid_dir: None, demangle: true };
+        assert_eq!(s.join("/usr/lib/x"), PathBuf::from("/sym//usr/lib/x"));
+        assert_eq!(s.join("[vdso]"), PathBuf::from("/sym/[vdso]"));
+        let root = Search { symfs: Some(Path::new("/")), ..s };
+        assert_eq!(root.join("/usr/lib/x"), PathBuf::from("/usr/lib/x"));
+    }
+
+    #[test]
+    fn build_id_trailing_zeros() {
+        let mut a = vec![1u8; 16];
+        a.resize(20, 0);
+        assert!(build_id_equal(&a, &[1u8; 16]));
+        assert!(!build_id_equal(&[1u8; 20], &[1u8; 16]));
+        assert!(build_id_equal(&[7u8; 20], &[7u8; 20]));
+        assert!(!build_id_equal(&[7u8; 20], &[8u8; 20]));
+    }
+
+    #[test]
+    fn plt_disp() {
+        assert_eq!(x86_64_plt_disp(&[0xff, 0x25, 0x10, 0, 0, 0]), 6 + 0x10);
+        assert_eq!(x86_64_plt_disp(&[0xf3, 0x0f, 0x1e, 0xfa, 0xf2, 0xff, 0x25, 1, 0, 0, 0]), 11 + 1);
+        assert_eq!(x86_64_plt_disp(&[0x90]), 0);
+    }
+
+    #[test]
+    fn perf_map_lines() {
+        let dir = std::env::temp_dir().join(format!("pstitch-perfmap-{}", std::process::id()));
+        std::fs::write(&dir, "1000 20 jitted_fn\n2000 8 other one\nbad\n").unwrap();
+        let t = load_perf_map(&dir);
+        std::fs::remove_file(&dir).ok();
+        let v: Vec<_> = t.syms.iter().map(|s| (s.start, s.end, s.name.to_string())).collect();
+        assert_eq!(v, vec![(0x1000, 0x1020, "jitted_fn".into()), (0x2000, 0x2008, "other one".into())]);
+    }
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs")
+    }
+
+    #[test]
+    fn libc_symbols_come_from_the_build_id_debug_file() {
+        // libc.so.6 has only .dynsym; its .gnu_debuglink names a file that
+        // is nowhere perf looks, so the local symbols come from
+        // /usr/lib/debug/.build-id/xx/yyyy.debug (found through the build-id
+        // of the symfs copy when the perf.data has none).
+        let symfs = fixtures();
+        let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
+        let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
+        let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
+        assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
+        let names: Vec<&str> = l.syms.syms.iter().map(|s| &*s.name).collect();
+        assert!(names.contains(&"msort_with_tmp.part.0"));
+        assert!(names.contains(&"__GI___libc_write"));
+        // IRELATIVE PLT slots are named after their IFUNC symbol.
+        assert!(names.contains(&"memcpy@@GLIBC_2.14@plt"), "plt names");
+        // A recorded build-id that matches no file: perf skips every
+        // candidate and has no symbols.
+        let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", Some(&[0x11; 20]), false, &search);
+        assert!(l.syms.is_empty() && l.symsrc.is_none());
+    }
+
+    #[test]
+    fn executable_symbols_and_plt() {
+        let symfs = fixtures();
+        let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
+        let l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
+        let find = |n: &str| l.syms.syms.iter().find(|s| &*s.name == n).cloned();
+        assert!(find("sim::World::energy() const").is_some());
+        assert!(find("memcmp@plt").is_some());
+        let main = find("main").expect("main");
+        // Symbols are file offsets (ET_DYN, p_vaddr == p_offset here).
+        assert_eq!(l.syms.find(main.start + 1).map(|s| &*s.name), Some("main"));
+        let raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
+        assert!(raw.syms.syms.iter().any(|s| &*s.name == "_ZNK3sim5World6energyEv"));
+    }
+
+    #[test]
+    fn unreadable_files_give_no_symbols() {
+        let dir = std::env::temp_dir().join(format!("pstitch-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("notelf"), b"hello world, not an ELF").unwrap();
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        std::fs::write(dir.join("trunc"), &exe[..exe.len() / 2]).unwrap();
+        std::fs::write(dir.join("tiny"), &exe[..40]).unwrap();
+        let search = Search { symfs: Some(&dir), buildid_dir: None, demangle: true };
+        for f in ["/notelf", "/trunc", "/tiny", "/missing"] {
+            let l = load_user_dso(f, None, false, &search);
+            let _ = l.syms.len();
+        }
+        let l = load_user_dso("/notelf", None, false, &search);
+        assert!(l.syms.is_empty() && l.symsrc.is_none());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
