@@ -19,65 +19,15 @@ pub fn demangle(name: &str) -> Option<String> {
     java(name)
 }
 
-/// `abi::__cxa_demangle`, which perf calls: the C++ runtime's own
-/// demangler when one can be loaded (exact), else an approximation.
+/// `abi::__cxa_demangle`, which perf calls, reproduced with cpp_demangle
+/// (vendored with a fix for a g++ mangling upstream rejects; see
+/// vendor/cpp_demangle/PSTITCH-PATCH.md). The host's C++ runtime is
+/// deliberately not used: the output must not depend on the machine.
 fn cxx(name: &str) -> Option<String> {
-    match cxa::demangle(name) {
-        Some(r) => r,
-        None => cxx_fallback(name),
-    }
+    cxx_fallback(name)
 }
 
-/// The C++ runtime's `__cxa_demangle`, looked up once with `dlopen`.
-mod cxa {
-    use std::ffi::{CStr, CString, c_char, c_int};
-    use std::sync::OnceLock;
-
-    type CxaDemangle = unsafe extern "C" fn(*const c_char, *mut c_char, *mut usize, *mut c_int) -> *mut c_char;
-
-    fn function() -> Option<CxaDemangle> {
-        static F: OnceLock<Option<usize>> = OnceLock::new();
-        let addr = *F.get_or_init(|| {
-            for lib in [c"libstdc++.so.6", c"libc++abi.so.1", c"libc++.so.1"] {
-                // SAFETY: plain dlopen/dlsym of a well-known C++ runtime; the
-                // handle is kept for the life of the process.
-                unsafe {
-                    let h = libc::dlopen(lib.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-                    if h.is_null() {
-                        continue;
-                    }
-                    let f = libc::dlsym(h, c"__cxa_demangle".as_ptr());
-                    if !f.is_null() {
-                        return Some(f as usize);
-                    }
-                }
-            }
-            None
-        });
-        // SAFETY: the address is `__cxa_demangle`, whose C signature this is.
-        addr.map(|a| unsafe { std::mem::transmute::<usize, CxaDemangle>(a) })
-    }
-
-    /// `Some(result)` when the runtime demangler is available.
-    pub fn demangle(name: &str) -> Option<Option<String>> {
-        let f = function()?;
-        let Ok(c) = CString::new(name) else { return Some(None) };
-        let mut status: c_int = 0;
-        // SAFETY: `c` is NUL-terminated; a NULL buffer asks the runtime to
-        // malloc the result, which is freed below.
-        unsafe {
-            let out = f(c.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), &mut status);
-            if out.is_null() {
-                return Some(None);
-            }
-            let s = CStr::from_ptr(out).to_string_lossy().into_owned();
-            libc::free(out.cast());
-            Some(Some(s))
-        }
-    }
-}
-
-/// Without a C++ runtime: `_Z` encodings through cpp_demangle,
+/// `_Z` encodings through cpp_demangle,
 /// `_GLOBAL_[._$][ID]_` constructors and destructors, and bare builtin type
 /// encodings (a symbol named `i` is "int").
 fn cxx_fallback(name: &str) -> Option<String> {
@@ -321,14 +271,17 @@ mod tests {
     }
 
     #[test]
-    fn runtime_demangler_quirks() {
-        // With the C++ runtime present, libiberty's spelling is used.
-        if cxa::demangle("i").is_some() {
-            assert_eq!(
-                demangle("_ZNSt10_Head_baseILm0ERKiLb0EE7_M_headERS2_").as_deref(),
-                Some("std::_Head_base<0ul, int const&, false>::_M_head(std::_Head_base<0ul, int const&, false>&)")
-            );
-        }
+    fn libiberty_spellings() {
+        // As perf prints them through libstdc++'s __cxa_demangle.
+        assert_eq!(
+            demangle("_ZNSt10_Head_baseILm0ERKiLb0EE7_M_headERS2_").as_deref(),
+            Some("std::_Head_base<0ul, int const&, false>::_M_head(std::_Head_base<0ul, int const&, false>&)")
+        );
+        // g++'s `sr St ...` (vendored cpp_demangle patch), from tests/golden/cpp.
+        assert_eq!(
+            demangle("_ZSt4swapIN3sim8ParticleEENSt9enable_ifIXsrSt6__and_IJSt6__not_ISt15__is_tuple_likeIT_EESt21is_move_constructibleIS6_ESt18is_move_assignableIS6_EEE5valueEvE4typeERS6_SG_").as_deref(),
+            Some("std::enable_if<std::__and_<std::__not_<std::__is_tuple_like<sim::Particle> >, std::is_move_constructible<sim::Particle>, std::is_move_assignable<sim::Particle> >::value, void>::type std::swap<sim::Particle>(sim::Particle&, sim::Particle&)")
+        );
     }
 
     #[test]
