@@ -12,7 +12,7 @@ fn main() {
     let search = Search { symfs: Some(Path::new(&symfs)), buildid_dir: None, demangle: true };
     let l = load_user_dso(&path, None, false, &search);
     println!("{} symbols, symsrc {:?}", l.syms.len(), l.symsrc);
-    let s = &l.syms.syms;
+    let s: Vec<_> = l.syms.iter().cloned().collect();
     for (i, w) in s.windows(2).enumerate() {
         if list {
             println!("{:x}-{:x} {}", w[0].start, w[0].end, w[0].name);

@@ -285,6 +285,36 @@ mod tests {
     }
 
     #[test]
+    fn libiberty_output_of_the_vendored_patches() {
+        // Each expectation is what libiberty prints (c++filt, and perf
+        // through __cxa_demangle); each needs one of the patches listed in
+        // vendor/cpp_demangle/PSTITCH-PATCH.md.
+        for (mangled, want) in [
+            // pending `*` not taken by a nested-name prefix
+            (
+                "_ZN4llvm10FoldingSetIN12_GLOBAL__N_120FoldingNodeAllocator10NodeHeaderEE10NodeEqualsEPKNS_14FoldingSetBaseEPNS5_4NodeERKNS_16FoldingSetNodeIDEjRSA_",
+                "llvm::FoldingSet<(anonymous namespace)::FoldingNodeAllocator::NodeHeader>::NodeEquals(llvm::FoldingSetBase const*, llvm::FoldingSetBase::Node*, llvm::FoldingSetNodeID const&, unsigned int, llvm::FoldingSetNodeID&)",
+            ),
+            // pack expansions: per element, nothing for an empty pack
+            ("_Z1fIJEEvDpOT_", "void f<>()"),
+            ("_Z1fIJicEEvDpOT_", "void f<int, char>(int&&, char&&)"),
+            ("_Z1fIiJEEvT_DpOT0_", "void f<int>(int)"),
+            // empty packs in template arguments, and libiberty's stale ' '
+            ("_ZN1AIiJEE1fEv", "A<int>::f()"),
+            ("_ZN1BIN1AIiJEEEJEE1fEv", "B<A<int>>::f()"),
+            // clone suffixes as d_clone_suffix takes them
+            ("_Z3foov.llvm.12840869331085312698", "foo() [clone .llvm.12840869331085312698]"),
+            ("_Z3foov.cold", "foo() [clone .cold]"),
+            // local names: the function without its return type
+            ("_ZZ1fIiEvvE1x", "f<int>()::x"),
+            // function types: a space before the parameters
+            ("_Z1fSt8functionIFiiEE", "f(std::function<int (int)>)"),
+        ] {
+            assert_eq!(demangle(mangled).as_deref(), Some(want), "{mangled}");
+        }
+    }
+
+    #[test]
     fn ocaml_and_java() {
         assert_eq!(demangle("camlStdlib__list__map_123").as_deref(), Some("Stdlib.list.map"));
         assert_eq!(demangle("Ljava/lang/Object;equals(Ljava/lang/Object;)Z").as_deref(), Some("java.lang.Object.equals(java.lang.Object)"));

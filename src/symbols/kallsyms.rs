@@ -145,7 +145,12 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
     // symbols are shifted by the boot relocation.
     let mut modules: std::collections::HashMap<String, Vec<Sym>> = std::collections::HashMap::new();
     let mut kernel = SymTab::default();
-    for mut s in t.syms.drain(..) {
+    // The kernel's symbols, shifted by the same delta, keep their order and
+    // do not overlap after the fixups, so re-inserting them gives the same
+    // lookups as perf's tree with the module symbols erased.
+    let mut kept = Vec::new();
+    for s in t.iter() {
+        let mut s = s.clone();
         if let Some(tab) = s.name.find('\t') {
             let module = s.name[tab + 1..].to_string();
             s.name = s.name[..tab].into();
@@ -157,8 +162,9 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
         }
         s.start = s.start.wrapping_sub(delta);
         s.end = s.end.wrapping_sub(delta);
-        kernel.syms.push(s);
+        kept.push(s);
     }
+    kernel.insert_all(kept);
     Some(Kallsyms { kernel, modules })
 }
 
@@ -208,7 +214,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
     #[test]
     fn last_alias_wins_and_modules_go() {
         let t = load(SAMPLE, Some(("_text", 0xffffffff81000000))).unwrap();
-        let v: Vec<_> = t.syms.iter().map(|s| (s.name.to_string(), s.start, s.end)).collect();
+        let v: Vec<_> = t.iter().map(|s| (s.name.to_string(), s.start, s.end)).collect();
         assert_eq!(v[0], ("_text".to_string(), 0xffffffff81000000, 0xffffffff81000040));
         assert_eq!(v[1], ("helper".to_string(), 0xffffffff81000040, 0xffffffff81000100));
         assert_eq!(v[2].0, "weak_fn");
@@ -231,7 +237,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
     #[test]
     fn relocation_and_missing_reference() {
         let t = load(SAMPLE, Some(("_text", 0xffffffff80000000))).unwrap();
-        assert_eq!(t.syms[0].start, 0xffffffff80000000);
+        assert_eq!(t.first().unwrap().start, 0xffffffff80000000);
         assert!(load(SAMPLE, Some(("_nothere", 1))).is_none());
     }
 }

@@ -50,6 +50,10 @@ pub struct Loaded {
     pub symsrc: Option<PathBuf>,
     /// The build-id perf ended up with (possibly read from the file).
     pub build_id: Option<Vec<u8>>,
+    /// perf's `dso__load` failed after inserting symbols (a symbol table it
+    /// stopped reading midway). The DSO is still marked loaded, so the
+    /// symbols stay; only the lookup that triggered the load finds nothing.
+    pub failed_midway: bool,
 }
 
 /// perf's `dso__build_id_equal`.
@@ -195,8 +199,9 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
     let mut nr = 0;
     if let Some(idx) = syms_ss.symtab {
         match load_sym_table(&mut loaded, &syms_ss, &runtime_ss, idx, search) {
-            Some(n) => nr += n,
-            None => return failed(loaded),
+            TableLoad::Done(n) => nr += n,
+            TableLoad::Failed => return failed(loaded),
+            TableLoad::Partial => return failed_midway(loaded),
         }
     } else {
         // A user DSO without .symtab still gets adjust_symbols/text_offset
@@ -204,13 +209,19 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
     }
     if let Some(idx) = syms_ss.dynsym {
         match load_sym_table(&mut loaded, &syms_ss, &runtime_ss, idx, search) {
-            Some(n) => nr += n,
-            None => return failed(loaded),
+            TableLoad::Done(n) => nr += n,
+            TableLoad::Failed => return failed(loaded),
+            TableLoad::Partial => return failed_midway(loaded),
         }
     }
     if nr > 0 {
         synthesize_plt(&mut loaded, &runtime_ss.elf, runtime_ss.dynsym, runtime_ss.symtab, search);
     }
+    loaded
+}
+
+fn failed_midway(mut loaded: Loaded) -> Loaded {
+    loaded.failed_midway = true;
     loaded
 }
 
@@ -231,18 +242,43 @@ fn name_of(raw: &[u8], search: &Search<'_>) -> Rc<str> {
 
 /// perf's `dso__load_sym_internal` for one table of `syms_ss`; `None` on
 /// the errors that make perf give up on the DSO.
-fn load_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, sec_idx: usize, search: &Search<'_>) -> Option<usize> {
+/// How reading one symbol table ended.
+enum TableLoad {
+    Done(usize),
+    /// perf gave up before inserting anything.
+    Failed,
+    /// perf gave up midway (`goto out_elf_end`, e.g. at a symbol whose
+    /// section index does not exist, as BOLT leaves in Rust toolchain
+    /// libraries): what it inserted stays, without the end and duplicate
+    /// fixups, and nothing else is loaded.
+    Partial,
+}
+
+fn load_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, sec_idx: usize, search: &Search<'_>) -> TableLoad {
+    match read_sym_table(loaded, syms_ss, runtime_ss, sec_idx, search) {
+        Ok(n) => TableLoad::Done(n),
+        Err(None) => TableLoad::Failed,
+        Err(Some(partial)) => {
+            loaded.syms.insert_all(partial);
+            TableLoad::Partial
+        }
+    }
+}
+
+/// The symbols of one table, or `Err(Some(read so far))` when perf would
+/// stop midway, `Err(None)` when it would stop before the first symbol.
+fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, sec_idx: usize, search: &Search<'_>) -> Result<usize, Option<Vec<Sym>>> {
     let elf = &syms_ss.elf;
     let run = &runtime_ss.elf;
     if let Some((_, t)) = run.section_by_name(".text") {
         loaded.text_offset = t.sh_addr.wrapping_sub(t.sh_offset);
     }
     // Symbol table, string table and both section name tables must be there.
-    let sec = elf.sections.get(sec_idx)?;
-    elf.raw_data(sec)?;
-    elf.sections.get(sec.sh_link as usize)?;
+    let sec = elf.sections.get(sec_idx).ok_or(None)?;
+    elf.raw_data(sec).ok_or(None)?;
+    elf.sections.get(sec.sh_link as usize).ok_or(None)?;
     if !elf.names_ok || !run.names_ok {
-        return None;
+        return Err(None);
     }
     loaded.adjust_symbols = true;
     let mut new = Vec::new();
@@ -262,12 +298,17 @@ fn load_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
         if sym.st_shndx == elf::SHN_ABS {
             continue;
         }
-        let mut shdr = elf.sections.get(sym.st_shndx as usize)?;
+        let Some(mut shdr) = elf.sections.get(sym.st_shndx as usize) else {
+            return Err(Some(new));
+        };
         if shdr.sh_flags & elf::SHF_ALLOC == 0 {
             continue;
         }
         if shdr.sh_type == elf::SHT_NOBITS {
-            shdr = run.sections.get(sym.st_shndx as usize)?;
+            let Some(r) = run.sections.get(sym.st_shndx as usize) else {
+                return Err(Some(new));
+            };
+            shdr = r;
         }
         if is_label {
             let n = &shdr.name;
@@ -285,7 +326,7 @@ fn load_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
         loaded.syms.fixup_end(false);
         loaded.syms.fixup_duplicate();
     }
-    Some(nr)
+    Ok(nr)
 }
 
 fn adjust_value(run: &Elf, sym: &ElfSym<'_>, sh_addr: u64, sh_offset: u64) -> u64 {
@@ -317,8 +358,8 @@ fn is_x86(elf: &Elf) -> bool {
 fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, symtab_idx: Option<usize>, search: &Search<'_>) {
     let Some((_, plt)) = elf.section_by_name(".plt") else { return };
     let plt = plt.clone();
-    if let Some(i) = loaded.syms.find_index(plt.sh_offset) {
-        let f = &mut loaded.syms.syms[i];
+    if let Some(i) = loaded.syms.find_id(plt.sh_offset) {
+        let f = loaded.syms.get_mut(i);
         if f.start < plt.sh_offset && f.end > plt.sh_offset {
             f.end = plt.sh_offset;
         }
@@ -326,7 +367,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
     let Some((header_size, mut entry_size)) = plt_sizes(elf, &plt) else { return };
     let plt_name: Rc<str> = ".plt".into();
     loaded.syms.insert(Sym::new(plt.sh_offset, header_size, elf::STB_GLOBAL, elf::STT_FUNC, plt_name.clone()));
-    let plt_sym_key = |t: &super::symtab::SymTab| t.syms.iter().position(|s| s.start == plt.sh_offset && Rc::ptr_eq(&s.name, &plt_name));
+    let plt_sym_key = |t: &super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && Rc::ptr_eq(&s.name, &plt_name));
     if is_x86(elf) && !synthesize_plt_got(loaded, elf, search) {
         return;
     }
@@ -336,7 +377,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
             let Some((_, e)) = plt_sizes(elf, &sec) else { return };
             entry_size = e;
             if let Some(i) = plt_sym_key(&loaded.syms) {
-                loaded.syms.syms[i].end = plt.sh_offset.wrapping_add(plt.sh_size);
+                loaded.syms.get_mut(i).end = plt.sh_offset.wrapping_add(plt.sh_size);
             }
             (sec.sh_offset, false)
         }
@@ -579,7 +620,7 @@ mod tests {
         std::fs::write(&dir, "1000 20 jitted_fn\n2000 8 other one\nbad\n").unwrap();
         let t = load_perf_map(&dir);
         std::fs::remove_file(&dir).ok();
-        let v: Vec<_> = t.syms.iter().map(|s| (s.start, s.end, s.name.to_string())).collect();
+        let v: Vec<_> = t.iter().map(|s| (s.start, s.end, s.name.to_string())).collect();
         assert_eq!(v, vec![(0x1000, 0x1020, "jitted_fn".into()), (0x2000, 0x2008, "other one".into())]);
     }
 
@@ -598,7 +639,7 @@ mod tests {
         let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
         let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
         assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
-        let names: Vec<&str> = l.syms.syms.iter().map(|s| &*s.name).collect();
+        let names: Vec<&str> = l.syms.iter().map(|s| &*s.name).collect();
         assert!(names.contains(&"msort_with_tmp.part.0"));
         assert!(names.contains(&"__GI___libc_write"));
         // IRELATIVE PLT slots are named after their IFUNC symbol.
@@ -614,14 +655,14 @@ mod tests {
         let symfs = fixtures();
         let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
         let l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
-        let find = |n: &str| l.syms.syms.iter().find(|s| &*s.name == n).cloned();
+        let find = |n: &str| l.syms.iter().find(|s| &*s.name == n).cloned();
         assert!(find("sim::World::energy() const").is_some());
         assert!(find("memcmp@plt").is_some());
         let main = find("main").expect("main");
         // Symbols are file offsets (ET_DYN, p_vaddr == p_offset here).
         assert_eq!(l.syms.find(main.start + 1).map(|s| &*s.name), Some("main"));
         let raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
-        assert!(raw.syms.syms.iter().any(|s| &*s.name == "_ZNK3sim5World6energyEv"));
+        assert!(raw.syms.iter().any(|s| &*s.name == "_ZNK3sim5World6energyEv"));
     }
 
     #[test]

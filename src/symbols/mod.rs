@@ -16,6 +16,7 @@ pub mod demangle;
 pub mod elf;
 pub mod kallsyms;
 pub mod load;
+pub mod rbtree;
 pub mod symtab;
 
 use std::collections::HashMap;
@@ -191,10 +192,9 @@ impl Symbolizer {
                 let mut l = Loaded::default();
                 if let (Some(k), Some(m)) = (self.kallsyms(dsos), map)
                     && let Some(syms) = k.modules.get(&kallsyms::module_name(&long_name)) {
-                        l.syms.syms = syms
-                            .iter()
-                            .map(|s| symtab::Sym { start: m.map_ip(s.start), end: m.map_ip(s.end), ..s.clone() })
-                            .collect();
+                        l.syms.insert_all(
+                            syms.iter().map(|s| symtab::Sym { start: m.map_ip(s.start), end: m.map_ip(s.end), ..s.clone() }).collect(),
+                        );
                     }
                 l
             }
@@ -250,7 +250,7 @@ impl Symbolizer {
     /// (first symbol's start, last symbol's end), if it has symbols.
     pub fn kernel_map_range(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> Option<(u64, u64)> {
         let st = self.state(dsos, dso);
-        let syms = &st.loaded.syms.syms;
+        let syms = &st.loaded.syms;
         Some((syms.first()?.start, syms.last()?.end))
     }
 
@@ -265,6 +265,11 @@ impl Symbolizer {
     /// The symbol containing runtime address `addr` of `map`.
     pub fn find_symbol(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<Symbol> {
         let st = self.state_for(dsos, map.dso, Some(map));
+        if std::mem::take(&mut st.loaded.failed_midway) {
+            // perf's map__load reports the failed load to the lookup that
+            // triggered it; later lookups see the symbols it kept.
+            return None;
+        }
         let rel = map.map_ip(addr);
         st.loaded.syms.find(rel).map(|s| Symbol { name: s.name.clone(), start: s.start, end: s.end })
     }

@@ -1,12 +1,13 @@
 //! A DSO's symbol table with perf's rules (`tools/perf/util/symbol.c`):
-//! symbols kept in address order (equal addresses in insertion order, as
-//! perf's rbtree keeps them), zero-sized symbols extended to the next one
-//! (`symbols__fixup_end`), same-address aliases reduced to one
-//! (`symbols__fixup_duplicate` / `choose_best_symbol`).
+//! symbols in perf's red-black tree (equal addresses in insertion order),
+//! zero-sized symbols extended to the next one (`symbols__fixup_end`),
+//! same-address aliases reduced to one (`symbols__fixup_duplicate` /
+//! `choose_best_symbol`), lookups walking the tree as perf's do.
 
 use std::rc::Rc;
 
 use super::elf::{STB_GLOBAL, STB_WEAK, STT_GNU_IFUNC, STT_NOTYPE};
+use super::rbtree::{NodeId, RbTree};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sym {
@@ -27,105 +28,142 @@ impl Sym {
     }
 }
 
-/// Symbols in perf's rbtree order.
+/// A DSO's symbols in perf's red-black tree (see [`super::rbtree`] for why
+/// the tree's shape matters), with perf's insertion, fixups and lookup.
 #[derive(Debug, Default, Clone)]
 pub struct SymTab {
-    pub syms: Vec<Sym>,
+    tree: RbTree<Sym>,
 }
 
 impl SymTab {
     pub fn is_empty(&self) -> bool {
-        self.syms.is_empty()
+        self.tree.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.syms.len()
+        self.tree.len()
     }
 
-    /// Inserts symbols one after the other: each goes after every symbol
-    /// already present at the same address.
+    /// perf's `symbols__insert`: descend left while the new start is below
+    /// the node's, so equal addresses end up after the ones present.
+    pub fn insert(&mut self, sym: Sym) -> NodeId {
+        self.tree.insert_by(sym, |existing, new| new.start < existing.start)
+    }
+
+    /// Inserts symbols one after the other, in the order given.
     pub fn insert_all(&mut self, new: Vec<Sym>) {
-        if new.is_empty() {
-            return;
+        for s in new {
+            self.insert(s);
         }
-        self.syms.extend(new);
-        // A stable sort keeps insertion order among equal addresses.
-        self.syms.sort_by_key(|s| s.start);
     }
 
-    pub fn insert(&mut self, sym: Sym) {
-        let pos = self.syms.partition_point(|s| s.start <= sym.start);
-        self.syms.insert(pos, sym);
+    /// Symbols in address order (equal addresses in insertion order).
+    pub fn iter(&self) -> impl Iterator<Item = &Sym> + '_ {
+        self.tree.iter()
     }
 
-    /// perf's `symbols__fixup_end`.
+    pub fn first(&self) -> Option<&Sym> {
+        self.tree.first().map(|id| self.tree.get(id))
+    }
+
+    pub fn last(&self) -> Option<&Sym> {
+        self.tree.last().map(|id| self.tree.get(id))
+    }
+
+    pub fn get_mut(&mut self, id: NodeId) -> &mut Sym {
+        self.tree.get_mut(id)
+    }
+
+    /// The node of the first symbol (in address order) matching `f`.
+    pub fn position(&self, mut f: impl FnMut(&Sym) -> bool) -> Option<NodeId> {
+        self.tree.ids().find(|&id| f(self.tree.get(id)))
+    }
+
+    pub fn remove(&mut self, id: NodeId) {
+        self.tree.erase(id);
+    }
+
+    /// perf's `symbols__fixup_end`: a zero-sized symbol ends where the next
+    /// one starts (kallsyms: not across the kernel/module boundary), the
+    /// last one at the page after its start.
     pub fn fixup_end(&mut self, is_kallsyms: bool) {
-        let n = self.syms.len();
-        if n == 0 {
-            return;
+        let ids: Vec<NodeId> = self.tree.ids().collect();
+        let Some(&last) = ids.last() else { return };
+        for w in ids.windows(2) {
+            let curr = self.tree.get(w[1]).clone();
+            let prev = self.tree.get_mut(w[0]);
+            if prev.end != prev.start {
+                continue;
+            }
+            if !is_kallsyms {
+                prev.end = curr.start;
+                continue;
+            }
+            let prev_mod = prev.name.find('[').map(|p| &prev.name[p..]);
+            let curr_mod = curr.name.find('[').map(|p| &curr.name[p..]);
+            prev.end = match (prev_mod, curr_mod) {
+                (None, Some(_)) | (Some(_), None) => roundup_page(prev.end.wrapping_add(4096)),
+                (Some(a), Some(b)) if a != b => roundup_page(prev.end.wrapping_add(4096)),
+                _ => curr.start,
+            };
         }
-        for i in 1..n {
-            let (head, tail) = self.syms.split_at_mut(i);
-            let prev = &mut head[i - 1];
-            let curr = &tail[0];
-            if prev.end == prev.start {
-                if !is_kallsyms {
-                    prev.end = curr.start;
+        let l = self.tree.get_mut(last);
+        if l.end == l.start {
+            l.end = roundup_page(l.start).wrapping_add(4096);
+        }
+    }
+
+    /// perf's `symbols__fixup_duplicate`: of symbols at one address, keep
+    /// the one `choose_best_symbol` prefers, erasing the others from the
+    /// tree in the order perf does.
+    pub fn fixup_duplicate(&mut self) {
+        let mut nd = self.tree.first();
+        while let Some(curr) = nd {
+            loop {
+                nd = self.tree.next(curr);
+                let Some(next) = nd else { return };
+                if self.tree.get(curr).start != self.tree.get(next).start {
+                    break;
+                }
+                if choose_best_symbol(self.tree.get(curr), self.tree.get(next)) {
+                    if self.tree.get(next).typ == STT_GNU_IFUNC {
+                        self.tree.get_mut(curr).ifunc_alias = true;
+                    }
+                    self.tree.erase(next);
+                    // Compare the same symbol with its new successor.
                     continue;
                 }
-                let prev_mod = prev.name.find('[').map(|p| &prev.name[p..]);
-                let curr_mod = curr.name.find('[').map(|p| &curr.name[p..]);
-                prev.end = match (prev_mod, curr_mod) {
-                    (None, Some(_)) | (Some(_), None) => roundup_page(prev.end.wrapping_add(4096)),
-                    (Some(a), Some(b)) if a != b => roundup_page(prev.end.wrapping_add(4096)),
-                    _ => curr.start,
-                };
-            }
-        }
-        let last = &mut self.syms[n - 1];
-        if last.end == last.start {
-            last.end = roundup_page(last.start).wrapping_add(4096);
-        }
-    }
-
-    /// perf's `symbols__fixup_duplicate`.
-    pub fn fixup_duplicate(&mut self) {
-        let mut out: Vec<Sym> = Vec::with_capacity(self.syms.len());
-        for next in self.syms.drain(..) {
-            match out.last_mut() {
-                Some(curr) if curr.start == next.start => {
-                    if choose_best_symbol(curr, &next) {
-                        if next.typ == STT_GNU_IFUNC {
-                            curr.ifunc_alias = true;
-                        }
-                    } else {
-                        let mut next = next;
-                        if curr.typ == STT_GNU_IFUNC {
-                            next.ifunc_alias = true;
-                        }
-                        *curr = next;
-                    }
+                if self.tree.get(curr).typ == STT_GNU_IFUNC {
+                    self.tree.get_mut(next).ifunc_alias = true;
                 }
-                _ => out.push(next),
+                self.tree.erase(curr);
+                break;
             }
         }
-        self.syms = out;
     }
 
-    /// perf's `symbols__find`: the symbol containing `ip` (a zero-sized
-    /// symbol contains only its own address).
+    /// perf's `symbols__find`: walk down from the root, left while the
+    /// address is below a node's start, right while it is at or past its
+    /// end; a zero-sized symbol matches its own address only. With
+    /// overlapping symbols this is what perf finds, not necessarily the
+    /// innermost or nearest symbol.
+    pub fn find_id(&self, ip: u64) -> Option<NodeId> {
+        let mut n = self.tree.root();
+        while let Some(id) = n {
+            let s = self.tree.get(id);
+            if ip < s.start {
+                n = self.tree.left(id);
+            } else if ip > s.end || (ip == s.end && ip != s.start) {
+                n = self.tree.right(id);
+            } else {
+                return Some(id);
+            }
+        }
+        None
+    }
+
     pub fn find(&self, ip: u64) -> Option<&Sym> {
-        self.find_index(ip).map(|i| &self.syms[i])
-    }
-
-    pub fn find_index(&self, ip: u64) -> Option<usize> {
-        let i = self.syms.partition_point(|s| s.start <= ip).checked_sub(1)?;
-        let s = &self.syms[i];
-        (ip < s.end || (ip == s.start && s.start == s.end)).then_some(i)
-    }
-
-    pub fn remove(&mut self, index: usize) {
-        self.syms.remove(index);
+        self.find_id(ip).map(|id| self.tree.get(id))
     }
 }
 
@@ -224,7 +262,7 @@ mod tests {
         t.insert(s(0x2010, 0, STB_GLOBAL, "last"));
         t.fixup_end(false);
         t.fixup_duplicate();
-        let v: Vec<_> = t.syms.iter().map(|s| (&*s.name, s.start, s.end)).collect();
+        let v: Vec<_> = t.iter().map(|s| (&*s.name, s.start, s.end)).collect();
         assert_eq!(v, vec![("a", 0x100, 0x120), ("b", 0x120, 0x130), ("label", 0x140, 0x2010), ("last", 0x2010, 0x4000)]);
         assert_eq!(t.find(0x11f).unwrap().name.as_ref(), "a");
         assert_eq!(t.find(0x141).unwrap().name.as_ref(), "label");
@@ -239,7 +277,7 @@ mod tests {
         t.insert_all(vec![k(0x1000, "x"), k(0x1000, "_text"), k(0x1100, "y"), k(0x5000, "m\t[mod]"), k(0x6000, "n\t[mod2]")]);
         t.fixup_end(true);
         t.fixup_duplicate();
-        let v: Vec<_> = t.syms.iter().map(|s| (s.name.to_string(), s.start, s.end)).collect();
+        let v: Vec<_> = t.iter().map(|s| (s.name.to_string(), s.start, s.end)).collect();
         assert_eq!(v[0], ("_text".to_string(), 0x1000, 0x1100));
         assert_eq!(v[1], ("y".to_string(), 0x1100, 0x3000));
         assert_eq!(v[2], ("m\t[mod]".to_string(), 0x5000, 0x6000));

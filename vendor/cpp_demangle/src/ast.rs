@@ -525,6 +525,10 @@ where
     // parents down to their children as inner items.
     inner: Vec<&'a dyn DemangleAsInner<'a, W>>,
 
+    // pstitch patch: while a pack expansion prints its pattern for one
+    // element of the pack, the element's index (libiberty's pack_index).
+    pack_index: Option<usize>,
+
     // The original input string.
     input: &'a [u8],
 
@@ -613,6 +617,7 @@ where
             source_name: None,
             out: out,
             bytes_written: 0,
+            pack_index: None,
             last_char_written: None,
             is_lambda_arg: false,
             is_template_prefix: false,
@@ -1048,6 +1053,13 @@ where
 
         let mut need_comma = false;
         for arg in self.iter() {
+            // pstitch patch: an expansion of an empty pack prints nothing,
+            // and libiberty takes back the ", " before it (remembering ' '
+            // as the last character).
+            if need_comma && expands_empty_pack(arg, ctx.subs, scope) {
+                ctx.last_char_written = Some(' ');
+                continue;
+            }
             if need_comma {
                 write!(ctx, ", ")?;
             }
@@ -1575,7 +1587,12 @@ where
 /// <clone-suffix> ::= [ . <clone-type-identifier> ] [ . <nonnegative number> ]*
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CloneSuffix(CloneTypeIdentifier, Vec<isize>);
+pub struct CloneSuffix {
+    // pstitch patch: the suffix text as libiberty's d_clone_suffix takes
+    // it (`.name` then any `.digits` groups, however long), printed as is.
+    start: usize,
+    end: usize,
+}
 
 impl Parse for CloneSuffix {
     fn parse<'a, 'b>(
@@ -1585,17 +1602,27 @@ impl Parse for CloneSuffix {
     ) -> Result<(CloneSuffix, IndexStr<'b>)> {
         try_begin_parse!("CloneSuffix", ctx, input);
 
-        let tail = consume(b".", input)?;
-        let (identifier, mut tail) = CloneTypeIdentifier::parse(ctx, subs, tail)?;
-
-        let mut numbers = Vec::with_capacity(1);
-        while let Ok((n, t)) = consume(b".", tail).and_then(|t| parse_number(10, false, t)) {
-            numbers.push(n);
-            tail = t;
+        let _ = subs;
+        let b = input.as_ref();
+        let word = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_';
+        let mut end = 0;
+        if b.len() >= 2 && b[0] == b'.' && word(b[1]) {
+            end = 2;
+            while end < b.len() && word(b[end]) {
+                end += 1;
+            }
         }
-
-        let clone_suffix = CloneSuffix(identifier, numbers);
-        Ok((clone_suffix, tail))
+        while end + 1 < b.len() && b[end] == b'.' && b[end + 1].is_ascii_digit() {
+            end += 2;
+            while end < b.len() && b[end].is_ascii_digit() {
+                end += 1;
+            }
+        }
+        if end == 0 {
+            return Err(error::Error::UnexpectedText);
+        }
+        let tail = input.range_from(end..);
+        Ok((CloneSuffix { start: input.index(), end: tail.index() }, tail))
     }
 }
 
@@ -1609,12 +1636,9 @@ where
         scope: Option<ArgScopeStack<'prev, 'subs>>,
     ) -> fmt::Result {
         let ctx = try_begin_demangle!(self, ctx, scope);
-        write!(ctx, " [clone")?;
-        self.0.demangle(ctx, scope)?;
-        for nonnegative in &self.1 {
-            write!(ctx, ".{}", nonnegative)?;
-        }
-        write!(ctx, "]")?;
+        let _ = scope;
+        let text = String::from_utf8_lossy(&ctx.input[self.start..self.end]).into_owned();
+        write!(ctx, " [clone {}]", text)?;
         Ok(())
     }
 }
@@ -2115,7 +2139,12 @@ where
             | NestedName::UnqualifiedExplicitObject(ref p, ref name, _) => {
                 ctx.push_demangle_node(DemangleNodeType::NestedName);
                 if let Some(p) = p.as_ref() {
+                    // pstitch patch: what is pending (e.g. the `*` of
+                    // `P N S5_ 4Node E`) belongs to the whole nested name,
+                    // not to a prefix that is itself a nested name.
+                    let pending = std::mem::take(&mut ctx.inner);
                     p.demangle(ctx, scope)?;
+                    ctx.inner = pending;
                     ctx.write_str("::")?;
                 }
                 name.demangle(ctx, scope)?;
@@ -2123,7 +2152,9 @@ where
             }
             NestedName::Template(_, _, ref p) | NestedName::TemplateExplicitObject(ref p, _) => {
                 ctx.is_template_prefix_in_nested_name = true;
+                let pending = std::mem::take(&mut ctx.inner);
                 p.demangle(ctx, scope)?;
+                ctx.inner = pending;
                 ctx.is_template_prefix_in_nested_name = false;
             }
         }
@@ -3902,6 +3933,21 @@ where
                 Ok(())
             }
             Type::PackExpansion(ref ty) => {
+                // pstitch patch: like libiberty, print the pattern once per
+                // element of the pack it names (nothing for an empty pack),
+                // e.g. `Args&&...` with {A, B} as "A&&, B&&".
+                if let Some(n) = pack_len(ty, ctx.subs, scope) {
+                    let saved = ctx.pack_index;
+                    for i in 0..n {
+                        if i > 0 {
+                            write!(ctx, ", ")?;
+                        }
+                        ctx.pack_index = Some(i);
+                        ty.demangle(ctx, scope)?;
+                    }
+                    ctx.pack_index = saved;
+                    return Ok(());
+                }
                 ty.demangle(ctx, scope)?;
                 if !ctx.is_template_argument_pack {
                     write!(ctx, "...")?;
@@ -4597,6 +4643,9 @@ where
         ctx.push_inner(self);
         self.bare.demangle(ctx, scope)?;
         if ctx.pop_inner_if(self) {
+            // pstitch patch: libiberty separates the return type of a
+            // function type printed as such (`std::function<int (int)>`).
+            ctx.ensure_space()?;
             self.demangle_as_inner(ctx, scope)?;
         }
         if let Some(ref es) = self.exception_spec {
@@ -5525,16 +5574,24 @@ where
         }
         write!(ctx, "<")?;
         ctx.push_demangle_node(DemangleNodeType::TemplateArgs);
-        let mut need_comma = false;
         for arg_index in 0..self.0.len() {
-            if need_comma {
+            // pstitch patch: libiberty writes ", " before every later
+            // argument and takes it back when the argument printed nothing
+            // (an empty pack).
+            if arg_index > 0 {
+                if self.0[arg_index].prints_nothing() {
+                    // libiberty drops the ", " from its buffer but still
+                    // remembers ' ' as the last character written, so the
+                    // "> >" rule below does not fire after it.
+                    ctx.last_char_written = Some(' ');
+                    continue;
+                }
                 write!(ctx, ", ")?;
             }
             if let Some(ref mut scope) = scope {
                 scope.in_arg = Some((arg_index, self));
             }
             self.0[arg_index].demangle(ctx, scope)?;
-            need_comma = true;
         }
 
         // Ensure "> >" because old C++ sucks and libiberty (and its tests)
@@ -5646,16 +5703,77 @@ where
             TemplateArg::SimpleExpression(ref expr) => expr.demangle(ctx, scope),
             TemplateArg::ArgPack(ref args) => {
                 ctx.is_template_argument_pack = true;
-                let mut need_comma = false;
-                for arg in &args[..] {
-                    if need_comma {
+                if let Some(i) = ctx.pack_index {
+                    // pstitch patch: one element of a pack expansion.
+                    ctx.pack_index = None;
+                    let r = match args.get(i) {
+                        Some(arg) => arg.demangle(ctx, scope),
+                        None => Ok(()),
+                    };
+                    ctx.pack_index = Some(i);
+                    return r;
+                }
+                for (i, arg) in args.iter().enumerate() {
+                    // pstitch patch: as in TemplateArgs (libiberty).
+                    if i > 0 {
+                        if arg.prints_nothing() {
+                            ctx.last_char_written = Some(' ');
+                            continue;
+                        }
                         write!(ctx, ", ")?;
                     }
                     arg.demangle(ctx, scope)?;
-                    need_comma = true;
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+/// pstitch patch: `ty` is a pack expansion of an empty pack.
+fn expands_empty_pack<'subs, 'prev>(
+    ty: &'subs TypeHandle,
+    subs: &'subs SubstitutionTable,
+    scope: Option<ArgScopeStack<'prev, 'subs>>,
+) -> bool {
+    match subs.get_type(ty) {
+        Some(Type::PackExpansion(inner)) => pack_len(inner, subs, scope) == Some(0),
+        _ => false,
+    }
+}
+
+/// pstitch patch: the length of the pack a pack expansion's pattern names,
+/// when the pattern is a template parameter under pointers, references and
+/// qualifiers (`T&&...`, `T const&...`); `None` otherwise.
+fn pack_len<'subs, 'prev>(
+    ty: &'subs TypeHandle,
+    subs: &'subs SubstitutionTable,
+    scope: Option<ArgScopeStack<'prev, 'subs>>,
+) -> Option<usize> {
+    let mut t = subs.get_type(ty)?;
+    for _ in 0..64 {
+        match *t {
+            Type::PointerTo(ref h) | Type::LvalueRef(ref h) | Type::RvalueRef(ref h) | Type::Qualified(_, ref h) => {
+                t = subs.get_type(h)?;
+            }
+            Type::TemplateParam(ref p) => {
+                return match p.resolve(scope).ok()? {
+                    TemplateArg::ArgPack(ref v) => Some(v.len()),
+                    _ => None,
+                };
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+impl TemplateArg {
+    /// pstitch patch: an argument pack with nothing in it (at any depth).
+    fn prints_nothing(&self) -> bool {
+        match self {
+            TemplateArg::ArgPack(args) => args.iter().all(TemplateArg::prints_nothing),
+            _ => false,
         }
     }
 }
@@ -7342,19 +7460,28 @@ where
 
         let saved_show_params = ctx.show_params;
         ctx.show_params = true;
+        // pstitch patch: libiberty prints the enclosing function of a local
+        // entity without its return type (`f<int>()::x`).
+        let encoding_only = |encoding: &'subs Encoding, ctx: &mut DemangleContext<'subs, W>| {
+            let saved = ctx.show_return_type;
+            ctx.show_return_type = false;
+            let r = encoding.demangle(ctx, scope);
+            ctx.show_return_type = saved;
+            r
+        };
         let ret = match *self {
             LocalName::Relative(ref encoding, Some(ref name), _) => {
-                encoding.demangle(ctx, scope)?;
+                encoding_only(encoding, ctx)?;
                 write!(ctx, "::")?;
                 name.demangle(ctx, scope)
             }
             LocalName::Relative(ref encoding, None, _) => {
                 // No name means that this is the symbol for a string literal.
-                encoding.demangle(ctx, scope)?;
+                encoding_only(encoding, ctx)?;
                 write!(ctx, "::string literal")?;
                 Ok(())
             }
-            LocalName::Default(ref encoding, _, _) => encoding.demangle(ctx, scope),
+            LocalName::Default(ref encoding, _, _) => encoding_only(encoding, ctx),
         };
         ctx.show_params = saved_show_params;
         ret
