@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::input::Input;
 use crate::script::{DEFAULT_MAX_STACK, Script, ScriptOptions};
-use crate::session::Session;
+use crate::session::{Limits, Session};
 use crate::symbols::{SymbolConfig, Symbolizer};
 
 #[derive(Parser, Debug)]
@@ -86,16 +86,32 @@ pub struct ScriptArgs {
     #[arg(long = "no-merge-callchains", overrides_with = "merge_callchains")]
     pub no_merge_callchains: bool,
 
+    /// Print PERF_RECORD_LOST records (`... PERF_RECORD_LOST lost N`).
+    #[arg(long = "show-lost-events")]
+    pub show_lost_events: bool,
+
     /// Say more on standard error.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
 
+/// Exit codes: everything was read (warnings may have been printed).
+pub const EXIT_OK: u8 = 0;
+/// The input could not be read completely: it could not be opened, its
+/// header is unusable, or reading stopped at damage (everything before the
+/// damage was printed), or the output could not be written.
+pub const EXIT_DAMAGED: u8 = 1;
+/// Bad options (also clap's code for command-line errors).
+pub const EXIT_USAGE: u8 = 2;
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Script(args) => run_script(&args),
+        Command::Script(args) => {
+            let stdout = std::io::stdout();
+            ExitCode::from(run_script(&args, stdout.lock(), &mut std::io::stderr()))
+        }
     }
 }
 
@@ -112,23 +128,44 @@ fn buildid_dir() -> Option<PathBuf> {
     }
 }
 
-/// `pstitch script`.
-pub fn run_script(args: &ScriptArgs) -> ExitCode {
+/// Writes one line to stderr; a closed stderr is not worth dying for.
+fn say(err: &mut dyn Write, args: std::fmt::Arguments<'_>) {
+    let _ = err.write_fmt(args);
+    let _ = err.write_all(b"\n");
+}
+
+/// `pstitch script`: opens the input and prints it to `out`; messages go
+/// to `err`. Returns the exit code.
+pub fn run_script<W: Write>(args: &ScriptArgs, out: W, err: &mut dyn Write) -> u8 {
     let path = args.input.clone().unwrap_or_else(default_input);
     let name = path.display().to_string();
+    let input = match Input::open(&path) {
+        Ok(i) => i,
+        Err(e) => {
+            say(err, format_args!("pstitch: {name}: {e}"));
+            return EXIT_DAMAGED;
+        }
+    };
+    run_input(args, &name, input, Limits::default(), out, err)
+}
+
+/// `pstitch script` on an opened input (`name` is how messages call it),
+/// within `limits`. Never panics on any input; returns the exit code.
+pub fn run_input<W: Write>(args: &ScriptArgs, name: &str, mut input: Input, limits: Limits, out: W, err: &mut dyn Write) -> u8 {
     let mut opts = ScriptOptions {
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,
         max_stack: args.max_stack,
         merge_callchains: !args.no_merge_callchains,
+        show_lost_events: args.show_lost_events,
         ..Default::default()
     };
     for spec in &args.fields {
         match opts.fields.parse(spec) {
-            Ok(warnings) => warnings.iter().for_each(|w| eprintln!("{w}")),
+            Ok(warnings) => warnings.iter().for_each(|w| say(err, format_args!("{w}"))),
             Err(e) => {
-                eprintln!("{}", e.0);
-                return ExitCode::from(2);
+                say(err, format_args!("{}", e.0));
+                return EXIT_USAGE;
             }
         }
     }
@@ -142,55 +179,63 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         full_source_path: args.full_source_path,
     };
 
-    let mut input = match Input::open(&path) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("pstitch: {name}: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let (evlist, features, warnings) = input.take_header();
     for w in &warnings {
-        eprintln!("pstitch: {name}: warning: {w}");
+        say(err, format_args!("pstitch: {name}: warning: {w}"));
     }
     let mut symbolizer = Symbolizer::new(config);
     symbolizer.set_build_ids(features.build_ids());
-    let stdout = std::io::stdout();
-    let mut script = Script::new(opts, symbolizer, stdout.lock());
+    let mut script = Script::new(opts, symbolizer, out);
     let pipe = input.pipe;
     if !pipe {
         if let Err(e) = script.check_output(&evlist) {
-            eprintln!("{}", e.0);
-            return ExitCode::FAILURE;
+            say(err, format_args!("{}", e.0));
+            return EXIT_USAGE;
         }
     }
     let mut session = Session::new(input.records(), evlist, features, pipe);
+    session.limits = limits;
     let result = session.run(&mut script);
     let flushed = script.flush();
-    for w in &session.warnings {
-        eprintln!("pstitch: {name}: warning: {w}");
+    // `pstitch script ... | head`: the reader has gone, so has our audience.
+    if result.as_ref().is_err_and(|e| e.is_broken_pipe()) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+        return EXIT_OK;
+    }
+    for w in session.warnings.messages() {
+        say(err, format_args!("pstitch: {name}: warning: {w}"));
+    }
+    let stats = &session.stats;
+    if stats.nr_lost_records > 0 {
+        say(
+            err,
+            format_args!(
+                "pstitch: {name}: warning: {} PERF_RECORD_LOST records: {} events were lost (the ring buffer overflowed; check IO/CPU overload)",
+                stats.nr_lost_records, stats.lost_events
+            ),
+        );
+    }
+    if stats.lost_samples > 0 {
+        say(err, format_args!("pstitch: {name}: warning: {} samples were lost (PERF_RECORD_LOST_SAMPLES)", stats.lost_samples));
     }
     let st = script.stitch_stats();
     if st.flushed + st.unmerged + st.unmatched_records > 0 {
-        eprintln!(
-            "pstitch: {name}: deferred callchains: {} of {} held samples merged, {} delivered unmerged (another cookie came first), {} unstitched at end of input; {} of {} deferred records matched no sample",
-            st.merged, st.held, st.unmerged, st.flushed, st.unmatched_records, st.deferred_records
+        say(
+            err,
+            format_args!(
+                "pstitch: {name}: deferred callchains: {} of {} held samples merged, {} delivered unmerged (another cookie came first), {} unstitched at end of input; {} of {} deferred records matched no sample",
+                st.merged, st.held, st.unmerged, st.flushed, st.unmatched_records, st.deferred_records
+            ),
         );
     }
     if let Err(e) = flushed {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return ExitCode::SUCCESS;
-        }
-        eprintln!("pstitch: writing output: {e}");
-        return ExitCode::FAILURE;
+        say(err, format_args!("pstitch: writing output: {e}"));
+        return EXIT_DAMAGED;
     }
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Ok(()) => EXIT_OK,
         Err(e) => {
-            let _ = std::io::stderr().flush();
-            eprintln!("pstitch: {name}: {e}");
-            ExitCode::FAILURE
+            say(err, format_args!("pstitch: {name}: {e}"));
+            EXIT_DAMAGED
         }
     }
 }

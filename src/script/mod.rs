@@ -20,7 +20,7 @@ use crate::perf_data::attr::{Attr, event_type, sample_type as st};
 use crate::perf_data::bytes::U64Array;
 use crate::perf_data::evlist::Evlist;
 use crate::perf_data::attr::flag;
-use crate::perf_data::record::{CommRecord, DeferredCallchainRecord, MmapRecord, TaskRecord, kind};
+use crate::perf_data::record::{CommRecord, DeferredCallchainRecord, LostRecord, MmapRecord, TaskRecord, kind};
 use crate::perf_data::sample::{Sample, SampleId};
 use crate::perf_data::{Error, Result};
 use crate::session::deferred::{StitchStats, Stitcher};
@@ -56,6 +56,8 @@ pub struct ScriptOptions {
     /// Merge deferred user callchains into their samples (perf's default);
     /// otherwise print them as DEFERRED CALLCHAIN blocks.
     pub merge_callchains: bool,
+    /// `--show-lost-events`: print PERF_RECORD_LOST records.
+    pub show_lost_events: bool,
 }
 
 impl Default for ScriptOptions {
@@ -66,6 +68,7 @@ impl Default for ScriptOptions {
             hide_call_graph: false,
             max_stack: DEFAULT_MAX_STACK,
             merge_callchains: true,
+            show_lost_events: false,
         }
     }
 }
@@ -114,6 +117,10 @@ pub struct Script<W: Write> {
     stitcher: Stitcher,
     merged: Vec<u64>,
     endian: crate::perf_data::bytes::Endian,
+    /// Pipe mode: attr types seen, and the sample_types of all attrs so
+    /// far (kept up to date so each HEADER_ATTR costs O(1)).
+    attr_types_seen: std::collections::HashSet<u32>,
+    combined_sample_type: u64,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -135,6 +142,8 @@ impl<W: Write> Script<W> {
             stitcher: Stitcher::default(),
             merged: Vec::new(),
             endian: crate::perf_data::bytes::Endian::NATIVE,
+            attr_types_seen: Default::default(),
+            combined_sample_type: 0,
         }
     }
 
@@ -323,6 +332,27 @@ impl<W: Write> Script<W> {
             self.print_sample(evlist, h.evsel as usize, header.misc, &s, Chain::Sample, &how)?;
         }
         Ok(())
+    }
+
+    /// perf script's `process_lost_event` (`--show-lost-events`): the
+    /// record's `sample_id` as the start of a sample line (time 0 and no
+    /// thread when the event has no `sample_id_all`), then
+    /// `PERF_RECORD_LOST lost N`.
+    fn print_lost(&mut self, evlist: &Evlist, evsel: usize, misc: u16, id: &SampleId, lost: u64) -> Result<()> {
+        let Some(ev) = evlist.evsels.get(evsel) else { return Ok(()) };
+        let attr = &ev.attr;
+        let fields = self.opts.fields.types[output_type(attr)].fields;
+        let (mut pid, mut tid, mut cpu, mut time) = (id.pid, id.tid, id.cpu, id.time);
+        if !attr.sample_id_all() {
+            (pid, tid, cpu, time) = (-1, -1, 0, 0);
+        }
+        let comm: Comm = if tid != -1 { self.machine.findnew_thread(pid, tid).comm() } else { ":-1".into() };
+        let unpadded = fields & f::IP != 0 && attr.samples(st::CALLCHAIN) && self.use_callchain;
+        self.print_start(fields, &comm, pid, tid, cpu, time, misc, unpadded);
+        self.buf.extend_from_slice(b"PERF_RECORD_LOST lost ");
+        format::uint(&mut self.buf, lost, 0);
+        self.buf.push(b'\n');
+        self.maybe_flush()
     }
 
     /// What happened to deferred callchains.
@@ -626,6 +656,11 @@ impl<W: Write> Tool for Script<W> {
                 let t = TaskRecord::parse(rec).ok_or_else(|| bad("EXIT"))?;
                 self.machine.process_exit(&t);
             }
+            kind::LOST if self.opts.show_lost_events => {
+                if let Some(l) = LostRecord::parse(rec) {
+                    self.print_lost(ctx.evlist, ev.evsel, rec.header.misc, &ev.id, l.lost)?;
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -638,9 +673,10 @@ impl<W: Write> Tool for Script<W> {
     /// perf script's `process_attr` (pipe mode): check the first event of
     /// each output type, and turn on ip and sym for callchains.
     fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<()> {
-        let ev = &evlist.evsels[idx];
+        let Some(ev) = evlist.evsels.get(idx) else { return Ok(()) };
         let ty = output_type(&ev.attr);
-        if evlist.evsels.iter().enumerate().any(|(i, e)| i != idx && e.attr.type_ == ev.attr.type_) {
+        self.combined_sample_type |= ev.attr.sample_type;
+        if !self.attr_types_seen.insert(ev.attr.type_) {
             return Ok(());
         }
         self.name_width = None;
@@ -650,7 +686,7 @@ impl<W: Write> Tool for Script<W> {
                 .check_attr(&ev.attr, &ev.name(), is_dummy(&ev.attr))
                 .map_err(|e| Error::msg(e.0))?;
         }
-        let combined = evlist.evsels.iter().fold(0, |a, e| a | e.attr.sample_type);
+        let combined = self.combined_sample_type;
         if self.use_callchain
             && (combined & st::CALLCHAIN != 0
                 || combined & st::BRANCH_STACK != 0
