@@ -239,3 +239,37 @@ pub fn run_input<W: Write>(args: &ScriptArgs, name: &str, mut input: Input, limi
         }
     }
 }
+
+/// One run of the whole pipeline on `data` held in memory, output thrown
+/// away: what the fuzz target (`fuzz/`) and the mutation tests call. The
+/// last byte picks some options so that more printing paths are covered.
+/// Returns the exit code.
+pub fn script_bytes(data: &[u8]) -> u8 {
+    let pick = data.last().copied().unwrap_or(0);
+    let args = ScriptArgs {
+        ns: pick & 1 != 0,
+        hide_call_graph: pick & 2 != 0,
+        no_merge_callchains: pick & 4 != 0,
+        show_lost_events: pick & 8 == 0,
+        max_stack: if pick & 16 != 0 { 3 } else { DEFAULT_MAX_STACK },
+        // Nothing outside the input may be read.
+        symfs: Some(PathBuf::from("/nonexistent/pstitch-symfs")),
+        kallsyms: Some(PathBuf::from("/nonexistent/pstitch-kallsyms")),
+        ..Default::default()
+    };
+    let limits = Limits { max_chunk_output: 8 << 20, max_queued_bytes: 64 << 20 };
+    let mut err = std::io::sink();
+    let mut code = match crate::input::Input::from_bytes(crate::perf_data::FileBytes::Owned(data.to_vec())) {
+        Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
+        Err(_) => EXIT_DAMAGED,
+    };
+    // Pipe-mode data also goes through the streaming reader.
+    if crate::perf_data::header::is_pipe_header(data).is_some() {
+        let reader = Box::new(std::io::Cursor::new(data.to_vec()));
+        code = code.max(match crate::input::Input::from_reader(reader) {
+            Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
+            Err(_) => EXIT_DAMAGED,
+        });
+    }
+    code
+}
