@@ -352,8 +352,8 @@ fn read_features(bytes: &[u8], header: &FileHeader, features: &mut Features, war
     };
     let mut budget = bytes.len();
     for (i, bit) in header.feature_bits().enumerate() {
-        let at = table + i * 16;
-        let Some(sec) = bytes.get(at..at + 16).and_then(|b| Section::read(&mut bytes::Cursor::new(b, endian))) else {
+        let Some(at) = table.checked_add(i * 16) else { return };
+        let Some(sec) = bytes.get(at..at.saturating_add(16)).and_then(|b| Section::read(&mut bytes::Cursor::new(b, endian))) else {
             warnings.push(format!("feature table truncated at offset {at:#x}; features from bit {bit} on are ignored"));
             return;
         };
