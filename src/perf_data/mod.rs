@@ -14,6 +14,7 @@ pub mod features;
 pub mod header;
 pub mod record;
 pub mod sample;
+pub mod swap;
 pub mod writer;
 
 use std::borrow::Cow;
