@@ -217,6 +217,15 @@ pub fn run_input<W: Write>(args: &ScriptArgs, name: &str, mut input: Input, limi
     if stats.lost_samples > 0 {
         say(err, format_args!("pstitch: {name}: warning: {} samples were lost (PERF_RECORD_LOST_SAMPLES)", stats.lost_samples));
     }
+    if script.machine.forks_without_maps > 0 {
+        say(
+            err,
+            format_args!(
+                "pstitch: {name}: warning: {} forked processes did not inherit their parent's maps: {} map entries had been copied already (the limit)",
+                script.machine.forks_without_maps, script.machine.fork_maps_copied
+            ),
+        );
+    }
     let st = script.stitch_stats();
     if st.flushed + st.unmerged + st.unmatched_records > 0 {
         say(
