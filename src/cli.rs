@@ -187,11 +187,9 @@ pub fn run_input<W: Write>(args: &ScriptArgs, name: &str, mut input: Input, limi
     symbolizer.set_build_ids(features.build_ids());
     let mut script = Script::new(opts, symbolizer, out);
     let pipe = input.pipe;
-    if !pipe {
-        if let Err(e) = script.check_output(&evlist) {
-            say(err, format_args!("{}", e.0));
-            return EXIT_USAGE;
-        }
+    if !pipe && let Err(e) = script.check_output(&evlist) {
+        say(err, format_args!("{}", e.0));
+        return EXIT_USAGE;
     }
     let mut session = Session::new(input.records(), evlist, features, pipe);
     session.limits = limits;

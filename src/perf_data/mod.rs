@@ -159,7 +159,7 @@ pub fn check_size(off: u64, header: &RecordHeader) -> Result<()> {
     if size < HEADER_SIZE {
         return Err(Error::in_record(off, header.type_, format!("record size {size} is smaller than its header")));
     }
-    if size % 8 != 0 && !record::size_may_be_unaligned(header.type_) {
+    if !size.is_multiple_of(8) && !record::size_may_be_unaligned(header.type_) {
         return Err(Error::in_record(off, header.type_, format!("record size {size} is not a multiple of 8")));
     }
     Ok(())

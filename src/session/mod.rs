@@ -174,13 +174,11 @@ impl<'a> Session<'a> {
             };
             self.process_record(tool, offset, header, bytes, None)?;
         }
-        if let Some(d) = &self.decompressor {
-            if d.leftover() > 0 {
-                let n = d.leftover();
-                self.warnings.warn("decomp-tail", || {
-                    format!("{n} bytes of an incomplete record at the end of the compressed data were ignored")
-                });
-            }
+        if let Some(d) = &self.decompressor
+            && d.leftover() > 0
+        {
+            let n = d.leftover();
+            self.warnings.warn("decomp-tail", || format!("{n} bytes of an incomplete record at the end of the compressed data were ignored"));
         }
         Ok(())
     }
