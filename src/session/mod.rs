@@ -457,12 +457,14 @@ impl<'a> Session<'a> {
     }
 
     /// The most one chunk may decompress to: what perf allows
-    /// (HEADER_COMPRESSED's mmap_len), within the session's limit.
+    /// (HEADER_COMPRESSED's mmap_len), within the session's limit. perf
+    /// refuses compressed data without HEADER_COMPRESSED; pstitch reads it
+    /// with a smaller bound (32 MiB).
     fn chunk_limit(&self) -> usize {
-        let max = self.limits.max_chunk_output;
+        let max = self.limits.max_chunk_output.max(1 << 20);
         match self.features.compressed() {
-            Some(c) => (c.mmap_len as usize).saturating_add(64 << 10).clamp(1 << 20, max.max(1 << 20)),
-            None => max,
+            Some(c) => (c.mmap_len as usize).saturating_add(64 << 10).clamp(1 << 20, max),
+            None => max.min(32 << 20),
         }
     }
 
