@@ -9,4 +9,11 @@ for f in "$ROOT"/tests/golden/*/perf.data "$ROOT"/tests/damaged/*/perf.data "$RO
     [ -f "$f" ] || continue
     cp "$f" "$FUZZ/corpus/script/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
 done
+# Big-endian copies too (pstitch-swap, built by `cargo build --release`).
+SWAP=$ROOT/target/release/pstitch-swap
+if [ -x "$SWAP" ]; then
+    for c in c-threads two-events pipe compressed pipe-compressed deferred deferred-pipe; do
+        "$SWAP" --decompress "$ROOT/tests/golden/$c/perf.data" "$FUZZ/corpus/script/seed-$c-be.data"
+    done
+fi
 ls "$FUZZ/corpus/script" | wc -l
