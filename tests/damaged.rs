@@ -261,3 +261,63 @@ fn pstitch_piped_into_head() {
     let err = std::fs::read_to_string(dir.join("err.txt")).unwrap();
     assert!(err.is_empty(), "{err}");
 }
+
+#[test]
+fn inputs_that_crash_perf() {
+    // Bit-flipped deferred recordings on which perf 7.2 dies of SIGSEGV or
+    // SIGBUS (tests/damaged/perf-crashes/README.md): pstitch skips the bad
+    // records with a warning and reads the rest.
+    let dir = root().join("tests/damaged/perf-crashes");
+    for (file, offset) in [("sigsegv-deferred-nr.data", 0x1230), ("sigsegv-sample-callchain.data", 0xba98), ("sigbus-deferred-nr.data", 0xd588)] {
+        let o = pstitch(&dir.join(file), &["--no-inline", "-F", "comm,tid,time,ip,sym"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{file}: {e}");
+        assert!(e.contains(&format!("offset {offset:#x}: ")) && e.contains("runs past the end of the record; skipping it"), "{file}: {e}");
+        assert!(String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.starts_with('\t') && !l.is_empty()).count() > 400, "{file}");
+    }
+}
+
+#[test]
+fn damage_inside_compressed_data_names_both_offsets() {
+    // A pipe recording whose records after the first sample are replaced by
+    // one COMPRESSED2 chunk holding a good sample and a record with an
+    // unaligned size: the error names the chunk's offset and the record's
+    // place in the decompressed data.
+    let bytes = std::fs::read(golden("pipe")).unwrap();
+    let mut input = Input::from_bytes(FileBytes::Owned(bytes.clone())).unwrap();
+    let mut src = input.records();
+    let mut sample = None;
+    while let Some(r) = src.next_record().unwrap() {
+        if r.header.type_ == 9 {
+            sample = Some((r.offset as usize, r.header.size as usize));
+            break;
+        }
+    }
+    let (at, size) = sample.unwrap();
+    let good = &bytes[at..at + size];
+    let mut plain = good.to_vec();
+    plain.extend_from_slice(&[9, 0, 0, 0, 2, 0, 12, 0, 0, 0, 0, 0]);
+    let packed = zstd::bulk::compress(&plain, 1).unwrap();
+    let padded = packed.len().div_ceil(8) * 8;
+    let mut v = bytes[..at + size].to_vec();
+    let chunk_at = v.len();
+    v.extend_from_slice(&83u32.to_le_bytes());
+    v.extend_from_slice(&0u16.to_le_bytes());
+    v.extend_from_slice(&((16 + padded) as u16).to_le_bytes());
+    v.extend_from_slice(&(packed.len() as u64).to_le_bytes());
+    v.extend_from_slice(&packed);
+    v.resize(chunk_at + 16 + padded, 0);
+    let p = tmp("compressed-damage", &v);
+    let o = pstitch(&p, &["--no-inline", "-F", "comm,tid,time,ip"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.lines().last().unwrap().ends_with(&format!(
+            "offset {chunk_at:#x} (+{size:#x} in its decompressed data): SAMPLE record (type 9): record size 12 is not a multiple of 8"
+        )),
+        "{e}"
+    );
+    // Both samples before the damage are printed (the one in the chunk too).
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().filter(|l| !l.starts_with('\t') && !l.is_empty()).count(), 2, "{out}");
+}
