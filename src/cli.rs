@@ -10,7 +10,7 @@ use crate::input::Input;
 use crate::script::filter::{self, Filters};
 use crate::script::header;
 use crate::script::{DEFAULT_MAX_STACK, Script, ScriptOptions};
-use crate::session::Session;
+use crate::session::{Limits, Session};
 use crate::symbols::{SymbolConfig, Symbolizer};
 
 #[derive(Parser, Debug)]
@@ -144,16 +144,32 @@ pub struct ScriptArgs {
     #[arg(short = 'I', long = "show-info")]
     pub show_info: bool,
 
+    /// Print PERF_RECORD_LOST records (`... PERF_RECORD_LOST lost N`).
+    #[arg(long = "show-lost-events")]
+    pub show_lost_events: bool,
+
     /// Say more on standard error.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
 
+/// Exit codes: everything was read (warnings may have been printed).
+pub const EXIT_OK: u8 = 0;
+/// The input could not be read completely: it could not be opened, its
+/// header is unusable, or reading stopped at damage (everything before the
+/// damage was printed), or the output could not be written.
+pub const EXIT_DAMAGED: u8 = 1;
+/// Bad options (also clap's code for command-line errors).
+pub const EXIT_USAGE: u8 = 2;
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Script(args) => run_script(&args),
+        Command::Script(args) => {
+            let stdout = std::io::stdout();
+            ExitCode::from(run_script(&args, stdout.lock(), &mut std::io::stderr(), true))
+        }
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -274,10 +290,19 @@ fn parse_filters(args: &ScriptArgs, f: &mut Filters) -> Result<(), String> {
     Ok(())
 }
 
-/// `pstitch script`.
-pub fn run_script(args: &ScriptArgs) -> ExitCode {
-    let path = args.input.clone().unwrap_or_else(default_input);
-    let name = path.display().to_string();
+/// Writes one line to stderr; a closed stderr is not worth dying for.
+fn say(err: &mut dyn Write, args: std::fmt::Arguments<'_>) {
+    let _ = err.write_fmt(args);
+    let _ = err.write_all(b"\n");
+}
+
+/// What the options say, checked before the input is opened.
+struct Prepared {
+    opts: ScriptOptions,
+    config: SymbolConfig,
+}
+
+fn prepare(args: &ScriptArgs, err: &mut dyn Write) -> Result<Prepared, u8> {
     let mut opts = ScriptOptions {
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,
@@ -285,18 +310,19 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         merge_callchains: !args.no_merge_callchains,
         show_task_events: args.show_task_events,
         show_mmap_events: args.show_mmap_events,
+        show_lost_events: args.show_lost_events,
         ..Default::default()
     };
     if let Err(e) = parse_filters(args, &mut opts.filters) {
-        eprintln!("{e}");
-        return ExitCode::from(2);
+        say(err, format_args!("{e}"));
+        return Err(EXIT_USAGE);
     }
     for spec in &args.fields {
         match opts.fields.parse(spec) {
-            Ok(warnings) => warnings.iter().for_each(|w| eprintln!("{w}")),
+            Ok(warnings) => warnings.iter().for_each(|w| say(err, format_args!("{w}"))),
             Err(e) => {
-                eprintln!("{}", e.0);
-                return ExitCode::from(2);
+                say(err, format_args!("{}", e.0));
+                return Err(EXIT_USAGE);
             }
         }
     }
@@ -309,19 +335,82 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         inline: !args.no_inline,
         full_source_path: args.full_source_path,
     };
+    Ok(Prepared { opts, config })
+}
 
-    let mut input = match Input::open(&path) {
+/// `pstitch script`: opens the input and prints it to `out`; messages go
+/// to `err`. `progress`: show a progress line when stderr is a terminal
+/// and stdout is not. Returns the exit code.
+pub fn run_script<W: Write>(args: &ScriptArgs, out: W, err: &mut dyn Write, progress: bool) -> u8 {
+    let prepared = match prepare(args, err) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let path = args.input.clone().unwrap_or_else(default_input);
+    let name = path.display().to_string();
+    let input = match Input::open(&path) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("pstitch: {name}: {e}");
-            return ExitCode::FAILURE;
+            say(err, format_args!("pstitch: {name}: {e}"));
+            return EXIT_DAMAGED;
         }
     };
+    // perf prints the input's mtime in --header (fstat of the open file;
+    // stdin for "-").
+    let meta = if path == std::path::Path::new("-") { std::fs::metadata("/proc/self/fd/0") } else { std::fs::metadata(&path) };
+    let mtime = meta.ok().map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.mtime()
+    });
+    let progress = if progress { ProgressLine::for_terminal(&name) } else { None };
+    let source = Source { name: &name, mtime, limits: Limits::default(), progress };
+    run_prepared(args, prepared, source, input, out, err)
+}
+
+/// Where the input came from, and how to read it.
+struct Source<'n> {
+    /// How messages call the input.
+    name: &'n str,
+    mtime: Option<i64>,
+    limits: Limits,
+    progress: Option<ProgressLine>,
+}
+
+/// `pstitch script` on an opened input (`name` is how messages call it),
+/// within `limits`. Never panics on any input; returns the exit code.
+pub fn run_input<W: Write>(args: &ScriptArgs, name: &str, input: Input, limits: Limits, out: W, err: &mut dyn Write) -> u8 {
+    match prepare(args, err) {
+        Ok(p) => run_prepared(args, p, Source { name, mtime: None, limits, progress: None }, input, out, err),
+        Err(code) => code,
+    }
+}
+
+fn run_prepared<W: Write>(args: &ScriptArgs, prepared: Prepared, source: Source<'_>, mut input: Input, mut out: W, err: &mut dyn Write) -> u8 {
+    let Prepared { mut opts, config } = prepared;
+    let name = source.name;
     let (evlist, features, warnings) = input.take_header();
     if args.header || args.header_only {
-        let code = print_header_info(args, &path, &input, &evlist, &features);
-        if code.is_some() || args.header_only {
-            return code.unwrap_or(ExitCode::SUCCESS);
+        let mut text = Vec::new();
+        match input.info.as_ref() {
+            Some(info) => {
+                let pmus = header::Pmus::system();
+                let warnings = header::print_file_info(&mut text, source.mtime, &info.header, &features, &evlist, args.show_info, &pmus);
+                for w in warnings {
+                    say(err, format_args!("pstitch: {name}: warning: {w}"));
+                }
+            }
+            None => header::print_pipe_info(&mut text, source.mtime),
+        }
+        match out.write_all(&text).and_then(|_| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return EXIT_OK,
+            Err(e) => {
+                say(err, format_args!("pstitch: writing output: {e}"));
+                return EXIT_DAMAGED;
+            }
+        }
+        if args.header_only {
+            return EXIT_OK;
         }
     }
     if let Some(t) = &args.time {
@@ -331,19 +420,19 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
             .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
             .unwrap_or((0, 0));
         if t.contains('%') && first == 0 && last == 0 {
-            eprintln!("HINT: no first/last sample time found in perf data.");
-            return ExitCode::from(2);
+            say(err, format_args!("HINT: no first/last sample time found in perf data."));
+            return EXIT_USAGE;
         }
         match filter::parse_time(t, first, last) {
             Ok(r) => opts.filters.time = r,
             Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
+                say(err, format_args!("{e}"));
+                return EXIT_USAGE;
             }
         }
     }
     for w in &warnings {
-        eprintln!("pstitch: {name}: warning: {w}");
+        say(err, format_args!("pstitch: {name}: warning: {w}"));
     }
     let mut symbolizer = Symbolizer::new(config);
     symbolizer.set_build_ids(features.build_ids());
@@ -356,30 +445,30 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
             .filter(|e| seen.insert(e.attr.type_))
             .any(|e| !e.attr.samples(crate::perf_data::attr::sample_type::CPU));
         if lacking {
-            eprintln!("File does not contain CPU events. Remove -C option to proceed.");
-            return ExitCode::FAILURE;
+            say(err, format_args!("File does not contain CPU events. Remove -C option to proceed."));
+            return EXIT_DAMAGED;
         }
     }
-    let stdout = std::io::stdout();
-    let mut script = Script::new(opts, symbolizer, stdout.lock());
+    let mut script = Script::new(opts, symbolizer, out);
     let pipe = input.pipe;
     if !pipe {
-        if let Some(td) = features.get(crate::perf_data::features::feat::TRACING_DATA) {
-            if let Err(e) = script.load_tracing_data(td, false) {
-                eprintln!("pstitch: {name}: tracing data: {e}");
-            }
+        if let Some(td) = features.get(crate::perf_data::features::feat::TRACING_DATA)
+            && let Err(e) = script.load_tracing_data(td, false)
+        {
+            say(err, format_args!("pstitch: {name}: tracing data: {e}"));
         }
         if let Err(e) = script.check_tracepoint_formats(&evlist) {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
+            say(err, format_args!("{e}"));
+            return EXIT_DAMAGED;
         }
         if let Err(e) = script.check_output(&evlist) {
-            eprintln!("{}", e.0);
-            return ExitCode::from(2);
+            say(err, format_args!("{}", e.0));
+            return EXIT_USAGE;
         }
     }
     let mut session = Session::new(input.records(), evlist, features, pipe);
-    if let Some(mut p) = ProgressLine::for_terminal(&name) {
+    session.limits = source.limits;
+    if let Some(mut p) = source.progress {
         session.set_progress(move |pr| p.update(pr));
     }
     let mut feature_warnings = Vec::new();
@@ -387,8 +476,7 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         // perf prints pipe-mode features as they arrive.
         let mut tool = header::WithFeatures {
             inner: &mut script,
-            flush: |s: &mut Script<_>| s.flush(),
-            out: std::io::stdout(),
+            write: |s: &mut Script<W>, text: &[u8]| s.write_through(text),
             stream: header::FeatureStream::new(args.show_info, header::Pmus::system()),
             warnings: Vec::new(),
         };
@@ -399,71 +487,91 @@ pub fn run_script(args: &ScriptArgs) -> ExitCode {
         session.run(&mut script)
     };
     let flushed = script.flush();
-    for w in feature_warnings.iter().chain(&session.warnings) {
-        eprintln!("pstitch: {name}: warning: {w}");
+    // `pstitch script ... | head`: the reader has gone, so has our audience.
+    if result.as_ref().is_err_and(|e| e.is_broken_pipe()) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+        return EXIT_OK;
+    }
+    for w in feature_warnings.into_iter().chain(session.warnings.messages()) {
+        say(err, format_args!("pstitch: {name}: warning: {w}"));
+    }
+    let stats = &session.stats;
+    if stats.nr_lost_records > 0 {
+        say(
+            err,
+            format_args!(
+                "pstitch: {name}: warning: {} PERF_RECORD_LOST records: {} events were lost (the ring buffer overflowed; check IO/CPU overload)",
+                stats.nr_lost_records, stats.lost_events
+            ),
+        );
+    }
+    if stats.lost_samples > 0 {
+        say(err, format_args!("pstitch: {name}: warning: {} samples were lost (PERF_RECORD_LOST_SAMPLES)", stats.lost_samples));
+    }
+    if script.machine.forks_without_maps > 0 {
+        say(
+            err,
+            format_args!(
+                "pstitch: {name}: warning: {} forked processes did not inherit their parent's maps: {} map entries had been copied already (the limit)",
+                script.machine.forks_without_maps, script.machine.fork_maps_copied
+            ),
+        );
     }
     if args.verbose > 0 {
-        print_stats(&name, &session.stats, &script.stitch_stats());
+        print_stats(name, &session.stats, &script.stitch_stats());
     }
     let st = script.stitch_stats();
     if st.flushed + st.unmerged + st.unmatched_records > 0 {
-        eprintln!(
-            "pstitch: {name}: deferred callchains: {} of {} held samples merged, {} delivered unmerged (another cookie came first), {} unstitched at end of input; {} of {} deferred records matched no sample",
-            st.merged, st.held, st.unmerged, st.flushed, st.unmatched_records, st.deferred_records
+        say(
+            err,
+            format_args!(
+                "pstitch: {name}: deferred callchains: {} of {} held samples merged, {} delivered unmerged (another cookie came first), {} unstitched at end of input; {} of {} deferred records matched no sample",
+                st.merged, st.held, st.unmerged, st.flushed, st.unmatched_records, st.deferred_records
+            ),
         );
     }
     if let Err(e) = flushed {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return ExitCode::SUCCESS;
-        }
-        eprintln!("pstitch: writing output: {e}");
-        return ExitCode::FAILURE;
+        say(err, format_args!("pstitch: writing output: {e}"));
+        return EXIT_DAMAGED;
     }
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Ok(()) => EXIT_OK,
         Err(e) => {
-            let _ = std::io::stderr().flush();
-            eprintln!("pstitch: {name}: {e}");
-            ExitCode::FAILURE
+            say(err, format_args!("pstitch: {name}: {e}"));
+            EXIT_DAMAGED
         }
     }
 }
 
-/// `--header` / `--header-only`: prints the header information perf prints
-/// right after opening the input. `Some(code)` if the run must stop here
-/// with an error.
-fn print_header_info(
-    args: &ScriptArgs,
-    path: &std::path::Path,
-    input: &Input,
-    evlist: &crate::perf_data::evlist::Evlist,
-    features: &crate::perf_data::features::Features,
-) -> Option<ExitCode> {
-    // perf prints the input's mtime (fstat of the open file; stdin for "-").
-    let meta = if path == std::path::Path::new("-") { std::fs::metadata("/proc/self/fd/0") } else { std::fs::metadata(path) };
-    let mtime = meta.ok().map(|m| {
-        use std::os::unix::fs::MetadataExt;
-        m.mtime()
-    });
-    let mut text = Vec::new();
-    match input.info.as_ref() {
-        Some(info) => {
-            let pmus = header::Pmus::system();
-            let warnings = header::print_file_info(&mut text, mtime, &info.header, features, evlist, args.show_info, &pmus);
-            for w in warnings {
-                eprintln!("pstitch: {}: warning: {w}", path.display());
-            }
-        }
-        None => header::print_pipe_info(&mut text, mtime),
+/// One run of the whole pipeline on `data` held in memory, output thrown
+/// away: what the fuzz target (`fuzz/`) and the mutation tests call. The
+/// last byte picks some options so that more printing paths are covered.
+/// Returns the exit code.
+pub fn script_bytes(data: &[u8]) -> u8 {
+    let pick = data.last().copied().unwrap_or(0);
+    let args = ScriptArgs {
+        ns: pick & 1 != 0,
+        hide_call_graph: pick & 2 != 0,
+        no_merge_callchains: pick & 4 != 0,
+        show_lost_events: pick & 8 == 0,
+        max_stack: if pick & 16 != 0 { 3 } else { DEFAULT_MAX_STACK },
+        // Nothing outside the input may be read.
+        symfs: Some(PathBuf::from("/nonexistent/pstitch-symfs")),
+        kallsyms: Some(PathBuf::from("/nonexistent/pstitch-kallsyms")),
+        ..Default::default()
+    };
+    let limits = Limits { max_chunk_output: 8 << 20, max_queued_bytes: 64 << 20 };
+    let mut err = std::io::sink();
+    let mut code = match crate::input::Input::from_bytes(crate::perf_data::FileBytes::Owned(data.to_vec())) {
+        Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
+        Err(_) => EXIT_DAMAGED,
+    };
+    // Pipe-mode data also goes through the streaming reader.
+    if crate::perf_data::header::is_pipe_header(data).is_some() {
+        let reader = Box::new(std::io::Cursor::new(data.to_vec()));
+        code = code.max(match crate::input::Input::from_reader(reader) {
+            Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
+            Err(_) => EXIT_DAMAGED,
+        });
     }
-    let mut out = std::io::stdout().lock();
-    match out.write_all(&text).and_then(|_| out.flush()) {
-        Ok(()) => None,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(ExitCode::SUCCESS),
-        Err(e) => {
-            eprintln!("pstitch: writing output: {e}");
-            Some(ExitCode::FAILURE)
-        }
-    }
+    code
 }

@@ -108,8 +108,14 @@ impl Input {
         }
         let bytes: &[u8] = self.bytes.as_deref().unwrap_or(&[]);
         match &self.info {
-            Some(info) => RecordSource::Slice { data: bytes, pos: info.data.start, end: info.data.end, endian },
-            None => RecordSource::Slice { data: bytes, pos: PIPE_HEADER_SIZE, end: bytes.len(), endian },
+            Some(info) => RecordSource::Slice {
+                data: bytes,
+                pos: info.data.start,
+                end: info.data.end,
+                endian,
+                missing: info.data_missing,
+            },
+            None => RecordSource::Slice { data: bytes, pos: PIPE_HEADER_SIZE, end: bytes.len(), endian, missing: 0 },
         }
     }
 }

@@ -108,7 +108,7 @@ impl Maps {
             }
             if old.end > map.end {
                 let pgoff = match old.kind {
-                    MapKind::Dso => old.pgoff + (map.end - old.start),
+                    MapKind::Dso => old.pgoff.wrapping_add(map.end - old.start),
                     MapKind::Identity => old.pgoff,
                 };
                 self.by_start.insert(map.end, Map { start: map.end, pgoff, ..old });
@@ -158,6 +158,12 @@ mod tests {
         maps.insert(m(0x2000, 0x3000, 0, 2));
         let v: Vec<_> = maps.iter().map(|m| (m.start, m.end, m.pgoff, m.dso)).collect();
         assert_eq!(v, vec![(0x1000, 0x2000, 0x100, 1), (0x2000, 0x3000, 0, 2), (0x3000, 0x5000, 0x2100, 1)]);
+        // The right-hand piece's file offset wraps like perf's u64 does
+        // (fuzz finding: a hostile pgoff overflowed here).
+        let mut w = Maps::default();
+        w.insert(m(0x1000, 0x5000, u64::MAX - 0x10, 1));
+        w.insert(m(0x2000, 0x3000, 0, 2));
+        assert_eq!(w.find(0x3000).unwrap().pgoff, (u64::MAX - 0x10).wrapping_add(0x2000));
         // A map covering everything replaces all of it.
         maps.insert(m(0, 0x10000, 0, 3));
         assert_eq!(maps.len(), 1);

@@ -79,6 +79,10 @@ impl CpuMode {
     }
 }
 
+/// Most map entries all FORKs of one input may copy from parent to child
+/// (16M entries, about 1 GiB).
+const MAX_FORK_MAP_COPIES: u64 = 1 << 24;
+
 #[derive(Debug)]
 pub struct Machine {
     threads: HashMap<i32, Thread>,
@@ -86,6 +90,13 @@ pub struct Machine {
     pub kernel_maps: Maps,
     /// Kernel DSOs whose map was already resized to their symbols.
     kernel_loaded: Vec<DsoId>,
+    /// Map entries copied into forked processes so far.
+    pub fork_maps_copied: u64,
+    /// Forked processes that did not get their parent's maps because
+    /// `fork_map_budget` was reached.
+    pub forks_without_maps: u64,
+    /// Most map entries FORKs may copy ([`MAX_FORK_MAP_COPIES`]).
+    pub fork_map_budget: u64,
 }
 
 impl Default for Machine {
@@ -98,7 +109,15 @@ impl Machine {
     /// A machine that knows the idle task (0/0) as `swapper`, as perf
     /// registers it before reading.
     pub fn new() -> Machine {
-        let mut m = Machine { threads: HashMap::new(), dsos: Dsos::default(), kernel_maps: Maps::default(), kernel_loaded: Vec::new() };
+        let mut m = Machine {
+            threads: HashMap::new(),
+            dsos: Dsos::default(),
+            kernel_maps: Maps::default(),
+            kernel_loaded: Vec::new(),
+            fork_maps_copied: 0,
+            forks_without_maps: 0,
+            fork_map_budget: MAX_FORK_MAP_COPIES,
+        };
         m.findnew_thread(0, 0).comm = Some("swapper".into());
         m
     }
@@ -151,9 +170,19 @@ impl Machine {
             child.comm = Some(c);
         }
         if child.pid != parent_pid && !Rc::ptr_eq(&child.maps, &parent_maps) && do_maps_clone {
+            let child_maps = child.maps.clone();
+            // A hostile file can fork a process with many maps over and
+            // over: the copies are bounded, beyond that children start
+            // without their parent's maps (counted, the caller warns).
+            let n = parent_maps.borrow().len() as u64;
+            if self.fork_maps_copied.saturating_add(n) > self.fork_map_budget {
+                self.forks_without_maps += 1;
+                return;
+            }
+            self.fork_maps_copied += n;
             let copy = parent_maps.borrow().clone();
             for m in copy.iter() {
-                child.maps.borrow_mut().insert(m.clone());
+                child_maps.borrow_mut().insert(*m);
             }
         }
     }
@@ -269,6 +298,23 @@ mod tests {
         assert_eq!(&*m.thread(11).unwrap().comm(), "work");
         m.process_exit(&task(11, 10, 11, 10));
         assert_eq!(&*m.findnew_thread(11, 11).comm(), ":11");
+    }
+
+    #[test]
+    fn fork_copies_are_bounded() {
+        let mut m = Machine::new();
+        m.fork_map_budget = 10;
+        for i in 0..4 {
+            let mm = MmapRecord { pid: 10, tid: 10, start: 0x1000 * (i + 1), len: 0x800, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
+            m.process_mmap(&mm, crate::perf_data::record::kind::MMAP2, misc::USER);
+        }
+        for child in 100..110 {
+            m.process_fork(&task(child, 10, child, 10), 0);
+        }
+        // 4 maps per child: two children got them, the others none.
+        assert_eq!((m.fork_maps_copied, m.forks_without_maps), (8, 8));
+        assert!(m.find_map(101, CpuMode::User, 0x1000).is_some());
+        assert!(m.find_map(102, CpuMode::User, 0x1000).is_none());
     }
 
     #[test]

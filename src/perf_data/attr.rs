@@ -117,7 +117,9 @@ pub struct Attr {
 
 impl Attr {
     /// Decodes an attr from `data` (at least [`ATTR_SIZE_VER0`] bytes; longer
-    /// data is read up to `attr.size`). Returns `None` if it is too short.
+    /// data is read up to `attr.size`). Returns `None` if it is too short or
+    /// if `attr.size` is below [`ATTR_SIZE_VER0`] without being 0 (perf
+    /// cannot read such an attr either).
     ///
     /// For a cross-endian file perf swaps each field and, for the flags
     /// bitfield, reverses the bits of every byte: C compilers on big-endian
@@ -127,13 +129,16 @@ impl Attr {
             return None;
         }
         let size = endian.read_u32(data, 4)?;
+        if size != 0 && (size as usize) < ATTR_SIZE_VER0 {
+            return None;
+        }
         let limit = if size == 0 { ATTR_SIZE_VER0 } else { (size as usize).min(data.len()) };
-        let data = &data[..limit];
+        let data = data.get(..limit)?;
         let u64_at = |off: usize| endian.read_u64(data, off).unwrap_or(0);
         let u32_at = |off: usize| endian.read_u32(data, off).unwrap_or(0);
         let flags = {
             let mut raw = [0u8; 8];
-            raw.copy_from_slice(&data[40..48]);
+            raw.copy_from_slice(data.get(40..48)?);
             if endian == Endian::Big {
                 for b in &mut raw {
                     *b = b.reverse_bits();
@@ -278,6 +283,12 @@ mod tests {
     #[test]
     fn short_attr_is_rejected() {
         assert!(Attr::parse(&[0u8; 63], Endian::Little).is_none());
+        // attr.size between 1 and 63 cannot be read (perf fails on it too).
+        let mut v = attr_bytes(Endian::Little);
+        v[4..8].copy_from_slice(&8u32.to_le_bytes());
+        assert!(Attr::parse(&v, Endian::Little).is_none());
+        v[4..8].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(Attr::parse(&v, Endian::Little).unwrap().disk_size(), ATTR_SIZE_VER0);
     }
 
     #[test]

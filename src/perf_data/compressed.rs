@@ -44,11 +44,15 @@ pub struct Decompressor {
 pub struct DecompressError(pub String);
 
 impl Decompressor {
-    pub fn new() -> Result<Decompressor, DecompressError> {
+    /// A decoder whose chunks (with what is carried over from the chunk
+    /// before) may decode to at most `max_chunk_output` bytes — perf's
+    /// buffer for them is HEADER_COMPRESSED's mmap_len — so that a small
+    /// hostile chunk cannot decode to gigabytes.
+    pub fn new(max_chunk_output: usize) -> Result<Decompressor, DecompressError> {
         Ok(Decompressor {
             decoder: Decoder::new().map_err(|e| DecompressError(e.to_string()))?,
             carry: Vec::new(),
-            max_chunk_output: 1 << 30,
+            max_chunk_output,
         })
     }
 
@@ -59,16 +63,21 @@ impl Decompressor {
         let mut input = InBuffer::around(data);
         let mut buf = vec![0u8; 256 * 1024];
         loop {
+            let before = input.pos();
             let mut output = OutBuffer::around(&mut buf[..]);
             self.decoder.run(&mut input, &mut output).map_err(|e| DecompressError(e.to_string()))?;
             let n = output.pos();
-            out.extend_from_slice(&buf[..n]);
-            if out.len() > self.max_chunk_output {
-                return Err(DecompressError("decompressed chunk exceeds 1 GiB".into()));
+            if out.len() + n > self.max_chunk_output {
+                return Err(DecompressError(format!(
+                    "chunk decompresses to more than {} bytes (the most perf allows for this file)",
+                    self.max_chunk_output
+                )));
             }
+            out.extend_from_slice(&buf[..n]);
             // Done when all input is consumed and the decoder has nothing
-            // more to flush (it filled less than the whole buffer).
-            if input.pos() == data.len() && n < buf.len() {
+            // more to flush (it filled less than the whole buffer), or when
+            // it makes no progress at all.
+            if (input.pos() == data.len() && n < buf.len()) || (n == 0 && input.pos() == before) {
                 break;
             }
         }
@@ -134,7 +143,7 @@ mod tests {
             let n = ob.pos();
             chunks.push(out[..n].to_vec());
         }
-        let mut d = Decompressor::new().unwrap();
+        let mut d = Decompressor::new(1 << 20).unwrap();
         let a = d.decompress(&chunks[0], Endian::Little).unwrap();
         assert!(a.len() <= cut && a.len() % 8 == 0);
         let b = d.decompress(&chunks[1], Endian::Little).unwrap();
@@ -143,8 +152,17 @@ mod tests {
     }
 
     #[test]
+    fn output_is_bounded() {
+        let plain = vec![0u8; 4 << 20];
+        let packed = zstd::bulk::compress(&plain, 3).unwrap();
+        assert!(packed.len() < 4096);
+        let mut d = Decompressor::new(1 << 20).unwrap();
+        assert!(d.decompress(&packed, Endian::Little).unwrap_err().0.contains("more than"));
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
-        let mut d = Decompressor::new().unwrap();
+        let mut d = Decompressor::new(1 << 20).unwrap();
         assert!(d.decompress(&[0xff; 64], Endian::Little).is_err());
     }
 }

@@ -8,7 +8,7 @@
 //! opened on); the attr section (file mode) or HEADER_ATTR records (pipe
 //! mode) list them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::attr::{Attr, event_type, flag};
 use super::bytes::Endian;
@@ -34,10 +34,18 @@ impl Evsel {
 }
 
 /// All events, in file order.
+///
+/// Change names through [`Evlist::set_name`] (or [`Evlist::name_if_unset`]):
+/// the list keeps the lengths of all names so that the widest one is known
+/// at once even when a stream adds or renames events one by one.
 #[derive(Debug, Clone, Default)]
 pub struct Evlist {
     pub evsels: Vec<Evsel>,
     by_id: HashMap<u64, usize>,
+    /// Length of each evsel's printed name.
+    name_lens: Vec<usize>,
+    /// How many evsels have a name of each length.
+    lens_count: BTreeMap<usize, usize>,
 }
 
 impl Evlist {
@@ -46,8 +54,33 @@ impl Evlist {
         for &id in &evsel.ids {
             self.by_id.entry(id).or_insert(idx);
         }
+        let len = evsel.name().len();
+        self.name_lens.push(len);
+        *self.lens_count.entry(len).or_default() += 1;
         self.evsels.push(evsel);
         idx
+    }
+
+    /// Names event `idx` (from EVENT_DESC or EVENT_UPDATE).
+    pub fn set_name(&mut self, idx: usize, name: String) {
+        let Some(ev) = self.evsels.get_mut(idx) else { return };
+        ev.name = Some(name);
+        let new = ev.name().len();
+        let old = std::mem::replace(&mut self.name_lens[idx], new);
+        if let Some(n) = self.lens_count.get_mut(&old) {
+            *n -= 1;
+            if *n == 0 {
+                self.lens_count.remove(&old);
+            }
+        }
+        *self.lens_count.entry(new).or_default() += 1;
+    }
+
+    /// Names event `idx` unless it already has a name.
+    pub fn name_if_unset(&mut self, idx: usize, name: String) {
+        if self.evsels.get(idx).is_some_and(|e| e.name.is_none()) {
+            self.set_name(idx, name);
+        }
     }
 
     pub fn add_ids(&mut self, idx: usize, ids: &[u64]) {
@@ -112,7 +145,7 @@ impl Evlist {
 
     /// Width of the widest event name (perf pads event names to it).
     pub fn max_name_len(&self) -> usize {
-        self.evsels.iter().map(|e| e.name().len()).max().unwrap_or(0)
+        self.lens_count.keys().next_back().copied().unwrap_or(0)
     }
 }
 
@@ -144,30 +177,29 @@ const SW_NAMES: [&str; 12] = [
     "cgroup-switches",
 ];
 
-/// perf's modifier suffix (`:u`, `:k`, `:ppp`, `:H`, ...) for an attr.
+/// perf 7.2's modifier suffix (`:u`, `:k`, `:ppp`, `:H`, ...) for an attr
+/// (`evsel__add_modifiers`; checked against perf-ref for every combination
+/// of the exclude bits and precise_ip): `k`/`u`/`h` for the contexts not
+/// excluded when one is, then the precision, then `H`/`G` for host/guest
+/// not excluded when one of them is.
 fn modifiers(attr: &Attr) -> String {
     let mut m = String::new();
-    let mut unless = |excluded: bool, c: char| {
+    let unless = |m: &mut String, excluded: bool, c: char| {
         if !excluded {
             m.push(c);
         }
     };
     let (k, u, h) = (attr.has(flag::EXCLUDE_KERNEL), attr.has(flag::EXCLUDE_USER), attr.has(flag::EXCLUDE_HV));
     if k || u || h {
-        unless(k, 'k');
-        unless(u, 'u');
-        unless(h, 'h');
+        unless(&mut m, k, 'k');
+        unless(&mut m, u, 'u');
+        unless(&mut m, h, 'h');
     }
-    let (host, guest) = (attr.has(flag::EXCLUDE_HOST), attr.has(flag::EXCLUDE_GUEST));
-    let hg = host || guest == host;
     m.push_str(&"ppp"[..attr.precise_ip() as usize]);
-    if hg {
-        if !host {
-            m.push('H');
-        }
-        if !guest {
-            m.push('G');
-        }
+    let (host, guest) = (attr.has(flag::EXCLUDE_HOST), attr.has(flag::EXCLUDE_GUEST));
+    if host || guest {
+        unless(&mut m, host, 'H');
+        unless(&mut m, guest, 'G');
     }
     if m.is_empty() { m } else { format!(":{m}") }
 }
@@ -203,14 +235,35 @@ mod tests {
 
     #[test]
     fn default_names_follow_perf() {
+        // Expected names from perf-ref (perf 7.2) on recordings without
+        // EVENT_DESC, where the name comes from the attr.
         let mut a = Attr { type_: event_type::SOFTWARE, config: 0, flags: flag::EXCLUDE_GUEST, ..Attr::default() };
-        assert_eq!(default_name(&a), "cpu-clock");
+        assert_eq!(default_name(&a), "cpu-clock:H");
         a.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
-        assert_eq!(default_name(&a), "cpu-clock:u");
+        assert_eq!(default_name(&a), "cpu-clock:uH");
+        a.flags = flag::EXCLUDE_USER | flag::EXCLUDE_HOST | (2 << flag::PRECISE_IP_SHIFT);
+        assert_eq!(default_name(&a), "cpu-clock:khppG");
+        a.flags = flag::EXCLUDE_HOST | flag::EXCLUDE_GUEST;
+        assert_eq!(default_name(&a), "cpu-clock");
         a.config = 9;
         a.flags = 0;
-        assert_eq!(default_name(&a), "dummy:HG");
+        assert_eq!(default_name(&a), "dummy");
         let b = Attr { type_: event_type::HARDWARE, config: 0, flags: 2 << flag::PRECISE_IP_SHIFT, ..Attr::default() };
-        assert_eq!(default_name(&b), "cycles:ppHG");
+        assert_eq!(default_name(&b), "cycles:pp");
+    }
+
+    #[test]
+    fn widest_name_follows_pushes_and_renames() {
+        let mut l = Evlist::default();
+        let a = Attr { type_: event_type::SOFTWARE, config: 0, ..Attr::default() };
+        l.push(Evsel { attr: a.clone(), name: None, ids: vec![] });
+        assert_eq!(l.max_name_len(), "cpu-clock".len());
+        l.push(Evsel { attr: a, name: None, ids: vec![] });
+        l.set_name(1, "a-much-longer-name".into());
+        assert_eq!(l.max_name_len(), 18);
+        l.set_name(1, "x".into());
+        assert_eq!(l.max_name_len(), 9);
+        l.name_if_unset(1, "ignored-because-set".into());
+        assert_eq!(l.max_name_len(), 9);
     }
 }

@@ -62,6 +62,17 @@ pub struct EventDesc {
     pub ids: Vec<u64>,
 }
 
+/// HEADER_COMPRESSED: `{ u32 version, type, level, ratio, mmap_len }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressedInfo {
+    pub version: u32,
+    pub type_: u32,
+    pub level: u32,
+    pub ratio: u32,
+    /// Size of perf record's ring buffers: no chunk decompresses to more.
+    pub mmap_len: u32,
+}
+
 /// A BUILD_ID table entry: which build-id the file at `filename` had.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildIdEntry {
@@ -121,6 +132,18 @@ impl Features {
     pub fn nr_cpus(&self) -> Option<(u32, u32)> {
         let mut c = Cursor::new(self.get(feat::NRCPUS)?, self.endian());
         Some((c.u32().ok()?, c.u32().ok()?))
+    }
+
+    /// HEADER_COMPRESSED: how `perf record -z` compressed the data.
+    pub fn compressed(&self) -> Option<CompressedInfo> {
+        let mut c = Cursor::new(self.get(feat::COMPRESSED)?, self.endian());
+        Some(CompressedInfo {
+            version: c.u32().ok()?,
+            type_: c.u32().ok()?,
+            level: c.u32().ok()?,
+            ratio: c.u32().ok()?,
+            mmap_len: c.u32().ok()?,
+        })
     }
 
     /// EVENT_DESC entries in file order. Stops (keeping what it read) at

@@ -14,6 +14,7 @@ pub mod features;
 pub mod header;
 pub mod record;
 pub mod sample;
+pub mod swap;
 pub mod writer;
 
 use std::borrow::Cow;
@@ -25,7 +26,7 @@ use attr::Attr;
 use bytes::Endian;
 use evlist::{Evlist, Evsel};
 use features::Features;
-use header::{FileHeader, Section};
+use header::{FILE_HEADER_SIZE, FileHeader, Section};
 use record::{HEADER_SIZE, RecordHeader, kind};
 
 /// One record as read from the input: its bytes (header included) and where
@@ -54,8 +55,10 @@ fn trailing_payload(header: &RecordHeader, record: &[u8], endian: Endian) -> std
 
 /// Where records come from.
 pub enum RecordSource<'a> {
-    /// A range of a mapped file.
-    Slice { data: &'a [u8], pos: usize, end: usize, endian: Endian },
+    /// A range of a mapped file. `missing` is how many bytes of the data
+    /// section the header promised beyond `end` (a truncated file): the
+    /// source reports them as an error once the records present are read.
+    Slice { data: &'a [u8], pos: usize, end: usize, endian: Endian, missing: u64 },
     /// A pipe or other non-seekable input.
     Stream { reader: Box<dyn Read + 'a>, pos: u64, endian: Endian },
 }
@@ -86,19 +89,24 @@ impl<'a> RecordSource<'a> {
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
         match self {
-            RecordSource::Slice { data, pos, end, endian } => {
+            RecordSource::Slice { data, pos, end, endian, missing } => {
                 if *pos >= *end {
+                    if *missing > 0 {
+                        let m = std::mem::take(missing);
+                        return Err(Error::at(
+                            *end as u64,
+                            format!("the file ends here, {m} bytes before the end of the data section its header announces"),
+                        ));
+                    }
                     return Ok(None);
                 }
                 let off = *pos as u64;
-                let avail = &data[*pos..*end];
+                let avail = data.get(*pos..*end).unwrap_or(&[]);
                 let header = RecordHeader::parse(avail, *endian).ok_or_else(|| {
                     Error::at(off, format!("record header truncated ({} bytes left)", avail.len()))
                 })?;
                 let size = header.size as usize;
-                if size < HEADER_SIZE {
-                    return Err(Error::in_record(off, header.type_, format!("record size {size} is smaller than its header")));
-                }
+                check_size(off, &header)?;
                 if size > avail.len() {
                     return Err(Error::in_record(
                         off,
@@ -124,11 +132,10 @@ impl<'a> RecordSource<'a> {
                 if got < HEADER_SIZE {
                     return Err(Error::at(off, format!("record header truncated ({got} bytes left)")));
                 }
-                let header = RecordHeader::parse(&hdr, *endian).expect("8 bytes");
+                let header = RecordHeader::parse(&hdr, *endian)
+                    .ok_or_else(|| Error::at(off, "record header truncated"))?;
                 let size = header.size as usize;
-                if size < HEADER_SIZE {
-                    return Err(Error::in_record(off, header.type_, format!("record size {size} is smaller than its header")));
-                }
+                check_size(off, &header)?;
                 let mut buf = Vec::with_capacity(size);
                 buf.extend_from_slice(&hdr);
                 buf.resize(size, 0);
@@ -158,6 +165,20 @@ impl<'a> RecordSource<'a> {
             }
         }
     }
+}
+
+/// The framing checks every record gets before its size is trusted: at
+/// least a header, and a multiple of 8 (else every later record would be
+/// read misaligned; perf 7.2 aborts there too).
+pub fn check_size(off: u64, header: &RecordHeader) -> Result<()> {
+    let size = header.size as usize;
+    if size < HEADER_SIZE {
+        return Err(Error::in_record(off, header.type_, format!("record size {size} is smaller than its header")));
+    }
+    if !size.is_multiple_of(8) && !record::size_may_be_unaligned(header.type_) {
+        return Err(Error::in_record(off, header.type_, format!("record size {size} is not a multiple of 8")));
+    }
+    Ok(())
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -197,6 +218,9 @@ pub struct FileInfo {
     pub features: Features,
     /// Byte range of the records.
     pub data: std::ops::Range<usize>,
+    /// Bytes of the data section the header announces beyond the end of
+    /// the file (a truncated copy).
+    pub data_missing: u64,
     /// Problems that did not stop reading (printed once by the caller).
     pub warnings: Vec<String>,
 }
@@ -204,39 +228,53 @@ pub struct FileInfo {
 impl FileInfo {
     /// Decodes the header, the attrs with their ids, and the feature
     /// sections of a file-mode perf.data held in `bytes`.
+    ///
+    /// A data size of 0 (a `perf record` that was killed before it could
+    /// update the header) means "records up to the end of the file", with a
+    /// warning; the feature sections are not read then (the header's feature
+    /// bits are set, but the table was never written). A data section that
+    /// runs past the end of the file is read as far as it goes.
     pub fn parse(bytes: &[u8]) -> Result<FileInfo> {
         let header = FileHeader::parse(bytes)?;
         let endian = header.endian;
         let mut warnings = Vec::new();
 
-        let data = match header.data.range(bytes.len()) {
-            Some(r) if header.data.size > 0 => r,
-            _ => {
-                let start = usize::try_from(header.data.offset).ok().filter(|&s| s <= bytes.len()).ok_or_else(|| {
-                    Error::at(40, format!("data section offset {:#x} is past the end of the file", header.data.offset))
-                })?;
-                if header.data.size == 0 {
-                    warnings.push(
-                        "the data size field is 0, which is unexpected; was 'perf record' properly terminated? \
-                         reading records up to the end of the file"
-                            .to_string(),
-                    );
-                } else {
+        let start = usize::try_from(header.data.offset)
+            .ok()
+            .filter(|&s| s <= bytes.len() && s >= FILE_HEADER_SIZE.min(bytes.len()))
+            .ok_or_else(|| {
+                Error::at(40, format!("data section offset {:#x} lies outside the file ({} bytes)", header.data.offset, bytes.len()))
+            })?;
+        let mut data_missing = 0;
+        let data = if header.data.size == 0 {
+            warnings.push(
+                "the header's data size is 0: 'perf record' was not properly terminated \
+                 (killed?); reading records up to the end of the file"
+                    .to_string(),
+            );
+            start..bytes.len()
+        } else {
+            match header.data.range(bytes.len()) {
+                Some(r) => r,
+                None => {
+                    let have = (bytes.len() - start) as u64;
+                    data_missing = header.data.size.saturating_sub(have);
                     warnings.push(format!(
-                        "the data section ({:#x} bytes at {:#x}) runs past the end of the file; reading what is there",
+                        "the data section ({:#x} bytes at {:#x}) runs {data_missing} bytes past the end of the file \
+                         (truncated copy?); reading what is there",
                         header.data.size, header.data.offset
                     ));
+                    start..bytes.len()
                 }
-                start..bytes.len()
             }
         };
 
-        let evlist = read_attrs(bytes, &header)?;
+        let evlist = read_attrs(bytes, &header, &mut warnings)?;
         let mut features = Features::new(endian);
-        if header.data.size > 0 && data.end == (header.data.offset + header.data.size) as usize {
+        if header.data.size > 0 && data_missing == 0 {
             read_features(bytes, &header, &mut features, &mut warnings);
         }
-        let mut info = FileInfo { header, evlist, features, data, warnings };
+        let mut info = FileInfo { header, evlist, features, data, data_missing, warnings };
         info.apply_event_desc();
         Ok(info)
     }
@@ -244,62 +282,108 @@ impl FileInfo {
     /// Names events from EVENT_DESC, matched by position as perf does.
     fn apply_event_desc(&mut self) {
         for (i, desc) in self.features.event_desc().into_iter().enumerate() {
-            if let Some(ev) = self.evlist.evsels.get_mut(i) {
-                if ev.name.is_none() {
-                    ev.name = Some(desc.name);
-                }
-            }
+            self.evlist.name_if_unset(i, desc.name);
         }
     }
 }
 
 /// The attr section: `{ attr (attr.size bytes), ids {offset, size} }` entries
-/// read back to back, as perf reads them.
-fn read_attrs(bytes: &[u8], header: &FileHeader) -> Result<Evlist> {
+/// read back to back, as perf reads them (`attrs.size / attr_size` of them).
+/// An entry that cannot be read ends the list with a warning, unless it is
+/// the first (a file without events cannot be read at all).
+fn read_attrs(bytes: &[u8], header: &FileHeader, warnings: &mut Vec<String>) -> Result<Evlist> {
     let endian = header.endian;
     let mut evlist = Evlist::default();
     if header.attr_size == 0 {
-        return Ok(evlist);
+        return Err(Error::at(16, "the header's attr size is 0 (was 'perf record' properly terminated?)"));
     }
     let range = header
         .attrs
         .range(bytes.len())
-        .ok_or_else(|| Error::at(24, "attr section lies outside the file"))?;
+        .ok_or_else(|| Error::at(24, format!("attr section ({:#x} bytes at {:#x}) lies outside the file", header.attrs.size, header.attrs.offset)))?;
     let nr = header.attrs.size / header.attr_size;
     let mut off = range.start;
+    // Every id takes 8 bytes of the file; more in total means id sections
+    // that overlap (a hostile file could otherwise make the ids of every
+    // attr the whole file).
+    let mut id_budget = bytes.len() / 8;
     for i in 0..nr {
-        let entry = &bytes[off..range.end];
-        let attr = Attr::parse(entry, endian)
-            .ok_or_else(|| Error::at(off as u64, format!("attr {i} truncated")))?;
+        let bad = |warnings: &mut Vec<String>, what: String| -> Result<()> {
+            if i == 0 {
+                Err(Error::at(off as u64, format!("attr 0: {what}")))
+            } else {
+                warnings.push(format!("attr {i} at offset {off:#x}: {what}; using the {i} attrs before it"));
+                Ok(())
+            }
+        };
+        let entry = bytes.get(off..range.end).unwrap_or(&[]);
+        let Some(attr) = Attr::parse(entry, endian) else {
+            bad(warnings, match endian.read_u32(entry, 4) {
+                Some(sz) if sz != 0 && (sz as usize) < attr::ATTR_SIZE_VER0 => format!("attr.size {sz} is smaller than the first version's 64 bytes"),
+                _ => format!("truncated ({} bytes left in the attr section)", entry.len()),
+            })?;
+            break;
+        };
         let sz = attr.disk_size();
-        let ids_sec = entry
-            .get(sz..sz + 16)
+        let Some(ids_sec) = entry
+            .get(sz..sz.saturating_add(16))
             .and_then(|b| Section::read(&mut bytes::Cursor::new(b, endian)))
-            .ok_or_else(|| Error::at(off as u64, format!("attr {i} truncated")))?;
-        let ids_range = ids_sec
-            .range(bytes.len())
-            .ok_or_else(|| Error::at((off + sz) as u64, format!("ids of attr {i} lie outside the file")))?;
-        let ids = bytes[ids_range].chunks_exact(8).map(|c| endian.u64(c.try_into().expect("8 bytes"))).collect();
+        else {
+            bad(warnings, format!("attr.size {sz} leaves no room for its id section"))?;
+            break;
+        };
+        let ids = match ids_sec.range(bytes.len()) {
+            Some(r) if r.len() / 8 <= id_budget => {
+                id_budget -= r.len() / 8;
+                bytes[r].chunks_exact(8).map(|c| endian.u64(c.try_into().unwrap_or([0; 8]))).collect()
+            }
+            Some(_) => {
+                warnings.push(format!("ids of attr {i} overlap those of other attrs; ignoring them"));
+                Vec::new()
+            }
+            None => {
+                warnings.push(format!(
+                    "ids of attr {i} ({:#x} bytes at {:#x}) lie outside the file; ignoring them",
+                    ids_sec.size, ids_sec.offset
+                ));
+                Vec::new()
+            }
+        };
         evlist.push(Evsel { attr, name: None, ids });
-        off += sz + 16;
+        off = off.saturating_add(sz + 16);
+    }
+    if evlist.is_empty() {
+        return Err(Error::at(24, format!("the attr section ({} bytes, attr size {}) holds no event", header.attrs.size, header.attr_size)));
     }
     Ok(evlist)
 }
 
 /// The feature table sits right after the data: one `{offset, size}` per set
-/// bit, in bit order.
+/// bit, in bit order. Sections that lie outside the file, or that would
+/// make the features take more bytes than the file has (overlapping
+/// sections), are skipped with a warning.
 fn read_features(bytes: &[u8], header: &FileHeader, features: &mut Features, warnings: &mut Vec<String>) {
     let endian = header.endian;
-    let table = (header.data.offset + header.data.size) as usize;
+    let Some(table) = header.data.offset.checked_add(header.data.size).and_then(|t| usize::try_from(t).ok()) else {
+        return;
+    };
+    let mut budget = bytes.len();
     for (i, bit) in header.feature_bits().enumerate() {
-        let at = table + i * 16;
-        let Some(sec) = bytes.get(at..at + 16).and_then(|b| Section::read(&mut bytes::Cursor::new(b, endian))) else {
-            warnings.push(format!("feature table truncated at offset {at:#x}"));
+        let Some(at) = table.checked_add(i * 16) else { return };
+        let Some(sec) = bytes.get(at..at.saturating_add(16)).and_then(|b| Section::read(&mut bytes::Cursor::new(b, endian))) else {
+            warnings.push(format!("feature table truncated at offset {at:#x}; features from bit {bit} on are ignored"));
             return;
         };
         match sec.range(bytes.len()) {
-            Some(r) => features.insert(bit, bytes[r].to_vec()),
-            None => warnings.push(format!("feature {bit} section lies outside the file (offset {at:#x})")),
+            Some(r) if r.len() <= budget => {
+                budget -= r.len();
+                features.insert(bit, bytes[r].to_vec());
+            }
+            Some(_) => warnings.push(format!("feature {bit} section overlaps the others (table entry at {at:#x}); ignored")),
+            None => warnings.push(format!(
+                "feature {bit} section ({:#x} bytes at {:#x}) lies outside the file (table entry at {at:#x}); ignored",
+                sec.size, sec.offset
+            )),
         }
     }
 }
@@ -315,13 +399,18 @@ mod tests {
         rec.extend(0u16.to_le_bytes());
         rec.extend(4u16.to_le_bytes());
         {
-            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little };
+            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0 };
             let e = s.next_record().unwrap_err();
             assert_eq!(e.offset, Some(0));
         }
         rec[6] = 64;
-        let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little };
-        assert!(s.next_record().unwrap_err().message.contains("runs past"));
+        {
+            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0 };
+            assert!(s.next_record().unwrap_err().message.contains("runs past"));
+        }
+        rec[6] = 12;
+        let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0 };
+        assert!(s.next_record().unwrap_err().message.contains("multiple of 8"));
     }
 
     #[test]

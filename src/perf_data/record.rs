@@ -58,6 +58,10 @@ pub mod kind {
     pub const FINISHED_INIT: u32 = 82;
     pub const COMPRESSED2: u32 = 83;
     pub const BPF_METADATA: u32 = 84;
+    pub const SCHEDSTAT_CPU: u32 = 85;
+    pub const SCHEDSTAT_DOMAIN: u32 = 86;
+    /// First type perf 7.2 does not know (`PERF_RECORD_HEADER_MAX`).
+    pub const HEADER_MAX: u32 = 87;
 
     /// perf's name for a record type, as `perf report -D` prints it.
     pub fn name(t: u32) -> &'static str {
@@ -105,6 +109,8 @@ pub mod kind {
             FINISHED_INIT => "FINISHED_INIT",
             COMPRESSED2 => "COMPRESSED2",
             BPF_METADATA => "BPF_METADATA",
+            SCHEDSTAT_CPU => "SCHEDSTAT_CPU",
+            SCHEDSTAT_DOMAIN => "SCHEDSTAT_DOMAIN",
             _ => "UNKNOWN",
         }
     }
@@ -130,6 +136,68 @@ pub mod misc {
 }
 
 pub const HEADER_SIZE: usize = 8;
+
+/// The smallest size (header included) a record of type `t` may have, as
+/// perf 7.2 checks it (`perf_event__min_size[]`; 0 = no minimum beyond the
+/// header). Smaller records are skipped. The values were read off perf-ref's
+/// own warnings ("event size 8 too small (min N)") for every type.
+pub fn min_size(t: u32) -> usize {
+    use kind::*;
+    match t {
+        MMAP => 41,
+        LOST => 24,
+        COMM => 17,
+        EXIT | FORK | THROTTLE | UNTHROTTLE | AUX => 32,
+        READ => 24,
+        MMAP2 => 73,
+        ITRACE_START | LOST_SAMPLES | SWITCH_CPU_WIDE | AUX_OUTPUT_HW_ID | CALLCHAIN_DEFERRED => 16,
+        NAMESPACES | BPF_EVENT | TEXT_POKE => 24,
+        KSYMBOL => 25,
+        CGROUP => 17,
+        HEADER_ATTR => 72,
+        HEADER_EVENT_TYPE => 80,
+        HEADER_TRACING_DATA => 12,
+        HEADER_BUILD_ID => 36,
+        ID_INDEX | AUXTRACE_INFO | THREAD_MAP | CPU_MAP | STAT_CONFIG | HEADER_FEATURE | COMPRESSED2 => 16,
+        AUXTRACE | STAT => 48,
+        AUXTRACE_ERROR => 49,
+        STAT_ROUND | EVENT_UPDATE | SCHEDSTAT_CPU | SCHEDSTAT_DOMAIN => 24,
+        TIME_CONV => 32,
+        BPF_METADATA => 528,
+        _ => 0,
+    }
+}
+
+/// Where (from the start of the record) the NUL-terminated string of a
+/// record type begins, for the types perf checks with
+/// `perf_event__check_nul` (the string must end before the record does,
+/// `sample_id` trailer included).
+pub fn string_offset(t: u32) -> Option<usize> {
+    use kind::*;
+    match t {
+        MMAP => Some(40),
+        MMAP2 => Some(72),
+        COMM | CGROUP => Some(16),
+        KSYMBOL => Some(24),
+        HEADER_BUILD_ID => Some(36),
+        _ => None,
+    }
+}
+
+/// perf's `perf_event__check_nul`: does the string of a record end (with a
+/// NUL) inside the record? True for types without such a string.
+pub fn string_is_terminated(t: u32, record: &[u8]) -> bool {
+    match string_offset(t) {
+        Some(off) => record.get(off..).is_some_and(|s| s.contains(&0)),
+        None => true,
+    }
+}
+
+/// Record sizes must be multiples of 8, except for three legacy user
+/// records (perf 7.2 aborts on any other unaligned record).
+pub fn size_may_be_unaligned(t: u32) -> bool {
+    matches!(t, kind::HEADER_TRACING_DATA | kind::COMPRESSED | kind::HEADER_FEATURE)
+}
 
 /// A record header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,8 +262,12 @@ pub struct MmapRecord<'a> {
 }
 
 impl<'a> MmapRecord<'a> {
-    pub fn parse(r: &Record<'a>, trailer: usize) -> Option<MmapRecord<'a>> {
-        let mut c = Cursor::new(r.payload(trailer), r.endian);
+    /// The fixed fields are read from the record body and the file name up
+    /// to its NUL as perf reads them (a name whose NUL lies in the
+    /// `sample_id` trailer runs into it, as in perf); `_trailer` is not
+    /// needed for that.
+    pub fn parse(r: &Record<'a>, _trailer: usize) -> Option<MmapRecord<'a>> {
+        let mut c = Cursor::new(r.body(), r.endian);
         let pid = c.u32().ok()? as i32;
         let tid = c.u32().ok()? as i32;
         let start = c.u64().ok()?;
@@ -226,8 +298,9 @@ pub struct CommRecord<'a> {
 }
 
 impl<'a> CommRecord<'a> {
-    pub fn parse(r: &Record<'a>, trailer: usize) -> Option<CommRecord<'a>> {
-        let mut c = Cursor::new(r.payload(trailer), r.endian);
+    /// Read as perf reads it: the comm up to its NUL (see [`MmapRecord::parse`]).
+    pub fn parse(r: &Record<'a>, _trailer: usize) -> Option<CommRecord<'a>> {
+        let mut c = Cursor::new(r.body(), r.endian);
         let pid = c.u32().ok()? as i32;
         let tid = c.u32().ok()? as i32;
         let rest = c.bytes(c.remaining()).ok()?;
@@ -312,8 +385,9 @@ pub struct KsymbolRecord<'a> {
 impl<'a> KsymbolRecord<'a> {
     pub const FLAG_UNREGISTER: u16 = 1;
 
-    pub fn parse(r: &Record<'a>, trailer: usize) -> Option<KsymbolRecord<'a>> {
-        let mut c = Cursor::new(r.payload(trailer), r.endian);
+    /// Read as perf reads it: the name up to its NUL (see [`MmapRecord::parse`]).
+    pub fn parse(r: &Record<'a>, _trailer: usize) -> Option<KsymbolRecord<'a>> {
+        let mut c = Cursor::new(r.body(), r.endian);
         let addr = c.u64().ok()?;
         let len = c.u32().ok()?;
         let ksym_type = c.u16().ok()?;

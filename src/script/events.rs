@@ -1,11 +1,12 @@
-//! Side-band records as `--show-task-events` and `--show-mmap-events`
-//! print them: the usual line start (taken from the record's `sample_id`),
+//! Side-band records as `--show-task-events`, `--show-mmap-events` and
+//! `--show-lost-events` print them: the usual line start (taken from the record's `sample_id`),
 //! then perf's `PERF_RECORD_*` text.
 //!
 //! ```text
 //! cwork   13794   748.030657: PERF_RECORD_FORK(13794:13796):(13794:13794)
 //! cw-sort 13796   748.030829: PERF_RECORD_COMM: cw-sort:13794/13796
 //! swapper     0     0.000000: PERF_RECORD_MMAP -1/0: [0xffffffff81000000(0x1209988) @ 0xffffffff81000000]: x [kernel.kallsyms]_text
+//! fe      13825   751.578445: PERF_RECORD_LOST lost 17
 //! fe      13825   751.578445: PERF_RECORD_MMAP2 13825/13825: [0x5627aadac000(0x1000) @ 0x1000 fe:00 10010724 3606345327]: r-xp /tmp/...
 //! ```
 
@@ -13,7 +14,7 @@ use std::io::Write;
 
 use super::{Script, format};
 use crate::perf_data::evlist::Evlist;
-use crate::perf_data::record::{CommRecord, MmapRecord, Record, TaskRecord, kind, misc};
+use crate::perf_data::record::{CommRecord, LostRecord, MmapRecord, Record, TaskRecord, kind, misc};
 use crate::perf_data::sample::SampleId;
 
 const PROT_READ: u32 = 1;
@@ -111,6 +112,12 @@ impl<W: Write> Script<W> {
                         out.push(b' ');
                     }
                     out.extend_from_slice(m.filename);
+                }
+            }
+            kind::LOST => {
+                if let Some(l) = LostRecord::parse(rec) {
+                    out.extend_from_slice(b" lost ");
+                    format::uint(out, l.lost, 0);
                 }
             }
             _ => {}

@@ -1804,17 +1804,16 @@ impl FeatureStream {
 }
 
 /// A [`Tool`] that prints pipe-mode features as they arrive and hands
-/// everything to the wrapped tool. `flush` writes out what the wrapped tool
-/// buffered, so the feature text lands after what was printed before it.
-pub struct WithFeatures<'t, T: Tool, F: FnMut(&mut T) -> std::io::Result<()>, W: Write> {
+/// everything to the wrapped tool. `write` prints feature text through the
+/// wrapped tool's output, after what it printed before (and flushes it).
+pub struct WithFeatures<'t, T: Tool, F: FnMut(&mut T, &[u8]) -> std::io::Result<()>> {
     pub inner: &'t mut T,
-    pub flush: F,
-    pub out: W,
+    pub write: F,
     pub stream: FeatureStream,
     pub warnings: Vec<String>,
 }
 
-impl<T: Tool, F: FnMut(&mut T) -> std::io::Result<()>, W: Write> Tool for WithFeatures<'_, T, F, W> {
+impl<T: Tool, F: FnMut(&mut T, &[u8]) -> std::io::Result<()>> Tool for WithFeatures<'_, T, F> {
     fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
         self.inner.event(ctx, ev)
     }
@@ -1833,9 +1832,7 @@ impl<T: Tool, F: FnMut(&mut T) -> std::io::Result<()>, W: Write> Tool for WithFe
             self.warnings.push(w);
         }
         if !text.is_empty() {
-            (self.flush)(self.inner).map_err(Error::io)?;
-            self.out.write_all(&text).map_err(Error::io)?;
-            self.out.flush().map_err(Error::io)?;
+            (self.write)(self.inner, &text).map_err(Error::io)?;
         }
         self.inner.feature(ctx, bit, payload)
     }

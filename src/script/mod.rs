@@ -65,6 +65,8 @@ pub struct ScriptOptions {
     pub show_task_events: bool,
     /// `--show-mmap-events`: print MMAP and MMAP2 records.
     pub show_mmap_events: bool,
+    /// `--show-lost-events`: print PERF_RECORD_LOST records.
+    pub show_lost_events: bool,
 }
 
 impl Default for ScriptOptions {
@@ -78,6 +80,7 @@ impl Default for ScriptOptions {
             filters: filter::Filters::default(),
             show_task_events: false,
             show_mmap_events: false,
+            show_lost_events: false,
         }
     }
 }
@@ -134,6 +137,10 @@ pub struct Script<W: Write> {
     /// perf resolves `%pS` in trace output only when the tracing data was
     /// known before processing began (file mode), not from a pipe.
     trace_resolver: bool,
+    /// Pipe mode: attr types seen, and the sample_types of all attrs so
+    /// far (kept up to date so each HEADER_ATTR costs O(1)).
+    attr_types_seen: std::collections::HashSet<u32>,
+    combined_sample_type: u64,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -159,6 +166,8 @@ impl<W: Write> Script<W> {
             filters,
             tracing: None,
             trace_resolver: false,
+            attr_types_seen: Default::default(),
+            combined_sample_type: 0,
         }
     }
 
@@ -234,6 +243,13 @@ impl<W: Write> Script<W> {
             }
         }
         Ok(())
+    }
+
+    /// Writes out what is buffered, then `text`, and flushes: for text
+    /// printed from outside (pipe-mode header features).
+    pub fn write_through(&mut self, text: &[u8]) -> std::io::Result<()> {
+        self.buf.extend_from_slice(text);
+        self.flush()
     }
 
     /// Writes out what is buffered.
@@ -772,6 +788,12 @@ impl<W: Write> Tool for Script<W> {
                 }
                 self.machine.process_exit(&t);
             }
+            kind::LOST if self.opts.show_lost_events => {
+                // perf script's process_lost_event: the thread of the
+                // sample_id, none without sample_id_all.
+                let (pid, tid) = if ctx.evlist.evsels[ev.evsel].attr.sample_id_all() { (ev.id.pid, ev.id.tid) } else { (-1, -1) };
+                self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, pid, tid, 0, trailer);
+            }
             _ => {}
         }
         Ok(())
@@ -784,9 +806,10 @@ impl<W: Write> Tool for Script<W> {
     /// perf script's `process_attr` (pipe mode): check the first event of
     /// each output type, and turn on ip and sym for callchains.
     fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<()> {
-        let ev = &evlist.evsels[idx];
+        let Some(ev) = evlist.evsels.get(idx) else { return Ok(()) };
         let ty = output_type(&ev.attr);
-        if evlist.evsels.iter().enumerate().any(|(i, e)| i != idx && e.attr.type_ == ev.attr.type_) {
+        self.combined_sample_type |= ev.attr.sample_type;
+        if !self.attr_types_seen.insert(ev.attr.type_) {
             return Ok(());
         }
         self.name_width = None;
@@ -796,7 +819,7 @@ impl<W: Write> Tool for Script<W> {
                 .check_attr(&ev.attr, &ev.name(), is_dummy(&ev.attr))
                 .map_err(|e| Error::msg(e.0))?;
         }
-        let combined = evlist.evsels.iter().fold(0, |a, e| a | e.attr.sample_type);
+        let combined = self.combined_sample_type;
         if self.use_callchain
             && (combined & st::CALLCHAIN != 0
                 || combined & st::BRANCH_STACK != 0

@@ -18,9 +18,10 @@ use std::rc::Rc;
 use crate::perf_data::attr::Attr;
 use crate::perf_data::bytes::Endian;
 use crate::perf_data::compressed::{self, Decompressor};
+use crate::perf_data::error::Warnings;
 use crate::perf_data::evlist::{Evlist, Evsel, ids_after_attr};
-use crate::perf_data::features::Features;
-use crate::perf_data::record::{HEADER_SIZE, Record, RecordHeader, kind};
+use crate::perf_data::features::{Features, feat};
+use crate::perf_data::record::{self, DeferredCallchainRecord, HEADER_SIZE, LostRecord, Record, RecordHeader, kind};
 use crate::perf_data::sample::{Sample, SampleId};
 use crate::perf_data::{Error, RawRecord, RecordSource, Result};
 
@@ -76,14 +77,43 @@ pub trait Tool {
 /// Counters kept while reading (perf's `events_stats`).
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
+    /// Records read, by type (skipped ones included).
     pub by_type: std::collections::BTreeMap<u32, u64>,
     pub nr_unknown_id: u64,
     pub nr_unknown_type: u64,
-    pub nr_unparsable: u64,
+    /// Records skipped because they were malformed (too small, string
+    /// without NUL, sample fields past the end, ...).
+    pub nr_skipped: u64,
     pub nr_unordered: u64,
+    /// PERF_RECORD_LOST records, and the events they say were lost.
+    pub nr_lost_records: u64,
     pub lost_events: u64,
+    /// Sum of PERF_RECORD_LOST_SAMPLES counts.
     pub lost_samples: u64,
+    /// Samples whose CPU was clamped to 0 (perf 7.2 does the same).
+    pub nr_cpu_clamped: u64,
 }
+
+/// Bounds on the memory one input may make the session use.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most bytes one compressed chunk may decompress to when the file
+    /// does not say (HEADER_COMPRESSED's mmap_len); also the ceiling for
+    /// what it may say.
+    pub max_chunk_output: usize,
+    /// Most bytes of copied records (pipe input, decompressed data) the
+    /// ordered queue may hold before it is half flushed early.
+    pub max_queued_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_chunk_output: 256 << 20, max_queued_bytes: 2 << 30 }
+    }
+}
+
+/// perf's MAX_NR_CPUS: the CPU bound when the file does not give one.
+const MAX_NR_CPUS: u32 = 4096;
 
 /// Reads one input to the end.
 pub struct Session<'a> {
@@ -91,14 +121,16 @@ pub struct Session<'a> {
     pub features: Features,
     pub pipe: bool,
     pub stats: Stats,
-    /// Warnings said once each (printed by the caller).
-    pub warnings: Vec<String>,
+    /// Warnings, each said once (printed by the caller).
+    pub warnings: Warnings,
+    pub limits: Limits,
     endian: Endian,
     source: RecordSource<'a>,
     queue: OrderedEvents<'a>,
     decompressor: Option<Decompressor>,
-    warned: std::collections::HashSet<&'static str>,
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
+    /// perf's `nr_cpus_avail` (HEADER_NRCPUS), for the CPU check.
+    nr_cpus: u32,
 }
 
 /// How far reading has got (for a progress display).
@@ -118,18 +150,20 @@ const PROGRESS_EVERY: u64 = 1 << 14;
 impl<'a> Session<'a> {
     pub fn new(source: RecordSource<'a>, evlist: Evlist, features: Features, pipe: bool) -> Session<'a> {
         let endian = source.endian();
+        let nr_cpus = nr_cpus_avail(&features);
         Session {
             evlist,
             features,
             pipe,
             stats: Stats::default(),
-            warnings: Vec::new(),
+            warnings: Warnings::default(),
+            limits: Limits::default(),
             endian,
             source,
             queue: OrderedEvents::default(),
             decompressor: None,
-            warned: Default::default(),
             progress: None,
+            nr_cpus,
         }
     }
 
@@ -145,19 +179,22 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn warn_once(&mut self, key: &'static str, msg: String) {
-        if self.warned.insert(key) {
-            self.warnings.push(msg);
-        }
-    }
-
     /// Processes every record and flushes the queue. On a damaged record the
-    /// events read before it are still delivered, then the error returned.
+    /// events read before it are still delivered (the queue is flushed, and
+    /// the tool's `finish` runs: held deferred samples go out as at the end
+    /// of input), then the error is returned. A broken output pipe stops
+    /// everything at once.
     pub fn run(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let result = self.read_all(tool);
+        if result.as_ref().is_err_and(|e| e.is_broken_pipe()) {
+            return result;
+        }
         let flushed = self.flush_all(tool);
         self.report(0, true);
         self.stats.nr_unordered = self.queue.nr_unordered;
+        if flushed.as_ref().is_err_and(|e| e.is_broken_pipe()) {
+            return flushed;
+        }
         let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
         let finished = tool.finish(&ctx);
         result.and(flushed).and(finished)
@@ -175,35 +212,74 @@ impl<'a> Session<'a> {
                 std::borrow::Cow::Borrowed(b) => RecordBytes::Borrowed(b),
                 std::borrow::Cow::Owned(v) => RecordBytes::Owned(v.into_boxed_slice()),
             };
-            self.process_record(tool, offset, header, bytes)?;
+            self.process_record(tool, offset, header, bytes, None)?;
         }
-        if let Some(d) = &self.decompressor {
-            if d.leftover() > 0 {
-                let n = d.leftover();
-                self.warn_once("decomp-tail", format!("{n} bytes of an incomplete record at the end of the compressed data were ignored"));
-            }
+        if let Some(d) = &self.decompressor
+            && d.leftover() > 0
+        {
+            let n = d.leftover();
+            self.warnings.warn("decomp-tail", || format!("{n} bytes of an incomplete record at the end of the compressed data were ignored"));
         }
         Ok(())
     }
 
-    fn process_record(&mut self, tool: &mut dyn Tool, offset: u64, header: RecordHeader, bytes: RecordBytes<'a>) -> Result<()> {
-        *self.stats.by_type.entry(header.type_).or_default() += 1;
-        if header.type_ >= kind::USER_TYPE_START {
-            return self.process_user_record(tool, offset, header, &bytes);
+    /// Skips a record with a warning (said once per kind, counted).
+    fn skip(&mut self, key: String, msg: impl FnOnce() -> String) {
+        self.stats.nr_skipped += 1;
+        self.warnings.warn(key, msg);
+    }
+
+    /// `inner`: the record's position in the decompressed data of the chunk
+    /// at `offset`, for records that came from one.
+    fn process_record(
+        &mut self,
+        tool: &mut dyn Tool,
+        offset: u64,
+        header: RecordHeader,
+        bytes: RecordBytes<'a>,
+        inner: Option<u64>,
+    ) -> Result<()> {
+        let t = header.type_;
+        *self.stats.by_type.entry(t).or_default() += 1;
+        let at = Where(offset, inner);
+        // The checks perf 7.2 makes before queueing (the others are made at
+        // delivery, as in perf, so that skipped records still count for the
+        // FINISHED_ROUND horizon exactly as they do in perf).
+        if t >= kind::HEADER_MAX {
+            self.stats.nr_unknown_type += 1;
+            self.warnings.warn(format!("unknown-type-{t}"), || format!("{at}: skipping records of unknown type {t}"));
+            return Ok(());
+        }
+        let min = record::min_size(t);
+        if (header.size as usize) < min {
+            let size = header.size;
+            self.skip(format!("too-small-{t}"), || {
+                format!("{at}: {} record (type {t}) of {size} bytes is too small (at least {min}); skipping it", kind::name(t))
+            });
+            return Ok(());
+        }
+        if t >= kind::USER_TYPE_START {
+            if !record::string_is_terminated(t, &bytes) {
+                self.skip(format!("no-nul-{t}"), || {
+                    format!("{at}: {} record (type {t}): string not null-terminated; skipping it", kind::name(t))
+                });
+                return Ok(());
+            }
+            return self.process_user_record(tool, offset, header, &bytes, inner);
         }
         if self.evlist.is_empty() {
-            return Err(Error::in_record(offset, header.type_, "record before any event attribute"));
+            return Err(at.error(t, "record before any event attribute"));
         }
         let rec = Record { header, bytes: &bytes, endian: self.endian };
         let Some(evsel) = self.evlist.evsel_for(&rec) else {
             self.stats.nr_unknown_id += 1;
-            self.warn_once("unknown-id", format!("skipping records with an unknown event id (first at offset {offset:#x})"));
+            self.warnings.warn("unknown-id", || format!("{at}: skipping records whose event id is not in the header"));
             return Ok(());
         };
         let attr = &self.evlist.evsels[evsel].attr;
         let time = if !self.evlist.sample_id_all() {
             None
-        } else if header.type_ == kind::SAMPLE {
+        } else if t == kind::SAMPLE {
             Sample::parse_time(rec.body(), attr, self.endian)
         } else if attr.sample_id_all() {
             Some(SampleId::parse_trailer(rec.body(), attr, self.endian).time)
@@ -213,58 +289,115 @@ impl<'a> Session<'a> {
         match time {
             // perf delivers records without a usable time at once.
             Some(t) if t != 0 && t != u64::MAX => {
-                self.queue.push(Queued { time: t, offset, evsel: evsel as u32, bytes });
+                self.queue.push(Queued { time: t, offset, inner, evsel: evsel as u32, bytes });
+                if self.queue.owned_bytes() > self.limits.max_queued_bytes {
+                    let max = self.limits.max_queued_bytes >> 20;
+                    self.warnings.warn("queue-full", || {
+                        format!(
+                            "{at}: more than {max} MiB of records waiting to be sorted by time; \
+                             delivering the older half early (the order of the output may differ from perf's)"
+                        )
+                    });
+                    self.flush_half(tool)?;
+                }
                 Ok(())
             }
-            _ => self.deliver(tool, offset, evsel, &bytes),
+            _ => self.deliver(tool, offset, inner, evsel, &bytes),
         }
     }
 
-    fn deliver(&mut self, tool: &mut dyn Tool, offset: u64, evsel: usize, bytes: &[u8]) -> Result<()> {
-        let header = RecordHeader::parse(bytes, self.endian).ok_or_else(|| Error::at(offset, "record header truncated"))?;
-        let record = Record { header, bytes: &bytes[..(header.size as usize).min(bytes.len())], endian: self.endian };
-        let attr: &Attr = &self.evlist.evsels[evsel].attr;
-        let (sample, id) = if header.type_ == kind::SAMPLE {
-            match Sample::parse(record.body(), attr, self.endian) {
+    fn deliver(&mut self, tool: &mut dyn Tool, offset: u64, inner: Option<u64>, evsel: usize, bytes: &[u8]) -> Result<()> {
+        let at = Where(offset, inner);
+        let header = RecordHeader::parse(bytes, self.endian).ok_or_else(|| at.error(0, "record header truncated"))?;
+        let t = header.type_;
+        if t == 0 || (t > kind::CALLCHAIN_DEFERRED && t < kind::USER_TYPE_START) {
+            // perf 7.2 stops at unknown kernel record types (and loses what
+            // its queue held); pstitch skips them.
+            self.stats.nr_unknown_type += 1;
+            self.warnings.warn(format!("unknown-type-{t}"), || format!("{at}: skipping records of unknown type {t}"));
+            return Ok(());
+        }
+        if !record::string_is_terminated(t, bytes) {
+            self.skip(format!("no-nul-{t}"), || {
+                format!("{at}: {} record (type {t}): string not null-terminated; skipping it", kind::name(t))
+            });
+            return Ok(());
+        }
+        let record = Record { header, bytes: bytes.get(..header.size as usize).unwrap_or(bytes), endian: self.endian };
+        let Some(attr) = self.evlist.evsels.get(evsel).map(|e| &e.attr) else {
+            return Err(at.error(t, "record of an unknown event"));
+        };
+        let cpu_checked = attr.samples(crate::perf_data::attr::sample_type::CPU) && (t == kind::SAMPLE || attr.sample_id_all());
+        let trailer = attr.id_hdr_size();
+        let parsed = (t == kind::SAMPLE).then(|| Sample::parse(record.body(), attr, self.endian));
+        let trailer_id = SampleId::parse_trailer(record.body(), attr, self.endian);
+        let (mut sample, mut id) = if let Some(parsed) = parsed {
+            match parsed {
                 Ok(s) => {
                     let id = SampleId { pid: s.pid, tid: s.tid, time: s.time, id: s.id, stream_id: s.stream_id, cpu: s.cpu };
                     (Some(s), id)
                 }
-                Err(e) => return Err(Error::in_record(offset, header.type_, e.to_string())),
+                Err(e) => {
+                    self.skip(format!("bad-sample-{e}"), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
+                    return Ok(());
+                }
             }
         } else {
-            (None, SampleId::parse_trailer(record.body(), attr, self.endian))
+            (None, trailer_id)
         };
-        match header.type_ {
+        if t == kind::CALLCHAIN_DEFERRED && DeferredCallchainRecord::parse(&record, trailer).is_none() {
+            self.skip("bad-deferred".into(), || {
+                format!("{at}: CALLCHAIN_DEFERRED record (type 22): its callchain runs past the end of the record; skipping it")
+            });
+            return Ok(());
+        }
+        // perf 7.2 clamps impossible CPU numbers to 0 (with a warning)
+        // before anything uses them.
+        if cpu_checked && id.cpu != u32::MAX && id.cpu >= self.nr_cpus {
+            let (cpu, nr) = (id.cpu, self.nr_cpus);
+            self.stats.nr_cpu_clamped += 1;
+            self.warnings.warn("cpu-clamp", || format!("{at}: CPU {cpu} is not below the {nr} CPUs of the recording; using CPU 0 as perf does"));
+            id.cpu = 0;
+            if let Some(s) = sample.as_mut() {
+                s.cpu = 0;
+            }
+        }
+        match t {
             kind::LOST => {
-                if let Some(l) = crate::perf_data::record::LostRecord::parse(&record) {
-                    self.stats.lost_events += l.lost;
+                if let Some(l) = LostRecord::parse(&record) {
+                    self.stats.nr_lost_records += 1;
+                    self.stats.lost_events = self.stats.lost_events.saturating_add(l.lost);
                 }
             }
             kind::LOST_SAMPLES => {
-                if let Some(l) = crate::perf_data::record::LostRecord::parse(&record) {
-                    self.stats.lost_samples += l.lost;
+                if let Some(l) = LostRecord::parse(&record) {
+                    self.stats.lost_samples = self.stats.lost_samples.saturating_add(l.lost);
                 }
-            }
-            t if t > kind::CALLCHAIN_DEFERRED => {
-                self.stats.nr_unknown_type += 1;
-                self.warn_once("unknown-type", format!("skipping records of unknown type {t} (first at offset {offset:#x})"));
-                return Ok(());
             }
             _ => {}
         }
         let ev = Event { offset, record, evsel, sample, id };
         let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
-        tool.event(&ctx, &ev)
+        tool.event(&ctx, &ev).map_err(|e| match (e.offset, inner) {
+            (Some(o), Some(i)) if o == offset && e.inner.is_none() => e.decompressed_at(i),
+            _ => e,
+        })
     }
 
     fn deliver_queued(&mut self, tool: &mut dyn Tool, q: &Queued<'_>) -> Result<()> {
-        self.deliver(tool, q.offset, q.evsel as usize, &q.bytes)
+        self.deliver(tool, q.offset, q.inner, q.evsel as usize, &q.bytes)
     }
 
     fn flush_round(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let mut queue = std::mem::take(&mut self.queue);
         let r = queue.flush_round(|q| self.deliver_queued(tool, &q));
+        self.queue = queue;
+        r
+    }
+
+    fn flush_half(&mut self, tool: &mut dyn Tool) -> Result<()> {
+        let mut queue = std::mem::take(&mut self.queue);
+        let r = queue.flush_half(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
         r
     }
@@ -276,32 +409,42 @@ impl<'a> Session<'a> {
         r
     }
 
-    fn process_user_record(&mut self, tool: &mut dyn Tool, offset: u64, header: RecordHeader, bytes: &[u8]) -> Result<()> {
+    fn process_user_record(
+        &mut self,
+        tool: &mut dyn Tool,
+        offset: u64,
+        header: RecordHeader,
+        bytes: &[u8],
+        inner: Option<u64>,
+    ) -> Result<()> {
         let e = self.endian;
-        let body = &bytes[HEADER_SIZE..(header.size as usize).min(bytes.len())];
+        let at = Where(offset, inner);
+        let body = bytes.get(HEADER_SIZE..(header.size as usize).min(bytes.len())).unwrap_or(&[]);
         match header.type_ {
             kind::FINISHED_ROUND => self.flush_round(tool)?,
             kind::HEADER_ATTR => {
-                let attr = Attr::parse(body, e).ok_or_else(|| Error::in_record(offset, header.type_, "attr truncated"))?;
+                let Some(attr) = Attr::parse(body, e) else {
+                    self.skip("bad-attr".into(), || format!("{at}: ATTR record (type 64): malformed attr; skipping it"));
+                    return Ok(());
+                };
                 let ids = ids_after_attr(body, attr.disk_size(), e);
                 let idx = self.evlist.push(Evsel { attr, name: None, ids });
                 tool.attr_added(&self.evlist, idx)?;
             }
             kind::EVENT_UPDATE => self.event_update(body),
             kind::HEADER_FEATURE => {
-                let Some(feat) = e.read_u64(body, 0) else {
-                    self.warn_once("feature", format!("truncated feature record at offset {offset:#x}"));
-                    return Ok(());
-                };
-                let payload = &body[8..];
+                let Some(feat) = e.read_u64(body, 0) else { return Ok(()) };
+                let payload = body.get(8..).unwrap_or(&[]);
                 if let Ok(bit) = u32::try_from(feat) {
                     self.features.insert(bit, payload.to_vec());
-                    if bit == crate::perf_data::features::feat::EVENT_DESC {
-                        for (i, desc) in self.features.event_desc().into_iter().enumerate() {
-                            if let Some(ev) = self.evlist.evsels.get_mut(i) {
-                                ev.name.get_or_insert(desc.name);
+                    match bit {
+                        feat::EVENT_DESC => {
+                            for (i, desc) in self.features.event_desc().into_iter().enumerate() {
+                                self.evlist.name_if_unset(i, desc.name);
                             }
                         }
+                        feat::NRCPUS => self.nr_cpus = nr_cpus_avail(&self.features),
+                        _ => {}
                     }
                 }
                 let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: e };
@@ -312,24 +455,17 @@ impl<'a> Session<'a> {
                 tool.tracing_data(payload);
             }
             kind::ID_INDEX => self.id_index(body),
-            kind::COMPRESSED | kind::COMPRESSED2 => self.decompress(tool, offset, header, body)?,
-            kind::HEADER_EVENT_TYPE
-            | kind::HEADER_BUILD_ID
-            | kind::AUXTRACE_INFO
-            | kind::AUXTRACE
-            | kind::AUXTRACE_ERROR
-            | kind::THREAD_MAP
-            | kind::CPU_MAP
-            | kind::STAT_CONFIG
-            | kind::STAT
-            | kind::STAT_ROUND
-            | kind::TIME_CONV
-            | kind::FINISHED_INIT
-            | kind::BPF_METADATA => {}
-            t => {
-                self.stats.nr_unknown_type += 1;
-                self.warn_once("unknown-user-type", format!("skipping records of unknown type {t} (first at offset {offset:#x})"));
+            kind::COMPRESSED | kind::COMPRESSED2 => {
+                if inner.is_some() {
+                    self.skip("nested-compressed".into(), || {
+                        format!("{at}: compressed record inside compressed data; skipping it")
+                    });
+                    return Ok(());
+                }
+                self.decompress(tool, offset, header, body)?
             }
+            // Known, and nothing pstitch needs from them.
+            _ => {}
         }
         Ok(())
     }
@@ -342,9 +478,9 @@ impl<'a> Session<'a> {
         if t != NAME {
             return;
         }
-        let name = crate::perf_data::bytes::until_nul(&body[16..]);
+        let name = crate::perf_data::bytes::until_nul(body.get(16..).unwrap_or(&[]));
         if let Some(idx) = self.evlist.by_id(id) {
-            self.evlist.evsels[idx].name = Some(String::from_utf8_lossy(name).into_owned());
+            self.evlist.set_name(idx, String::from_utf8_lossy(name).into_owned());
         }
     }
 
@@ -354,12 +490,24 @@ impl<'a> Session<'a> {
         let e = self.endian;
         let Some(nr) = e.read_u64(body, 0) else { return };
         let entries = body.len().saturating_sub(8) / 32;
-        for i in 0..(nr as usize).min(entries) {
+        for i in 0..usize::try_from(nr).unwrap_or(usize::MAX).min(entries) {
             let at = 8 + i * 32;
             let (Some(id), Some(idx)) = (e.read_u64(body, at), e.read_u64(body, at + 8)) else { break };
-            if self.evlist.by_id(id).is_none() && (idx as usize) < self.evlist.len() {
+            if self.evlist.by_id(id).is_none() && idx < self.evlist.len() as u64 {
                 self.evlist.add_ids(idx as usize, &[id]);
             }
+        }
+    }
+
+    /// The most one chunk may decompress to: what perf allows
+    /// (HEADER_COMPRESSED's mmap_len), within the session's limit. perf
+    /// refuses compressed data without HEADER_COMPRESSED; pstitch reads it
+    /// with a smaller bound (32 MiB).
+    fn chunk_limit(&self) -> usize {
+        let max = self.limits.max_chunk_output.max(1 << 20);
+        match self.features.compressed() {
+            Some(c) => (c.mmap_len as usize).saturating_add(64 << 10).clamp(1 << 20, max),
+            None => max.min(32 << 20),
         }
     }
 
@@ -367,31 +515,62 @@ impl<'a> Session<'a> {
         let payload = compressed::payload(header.type_, body, self.endian)
             .ok_or_else(|| Error::in_record(offset, header.type_, "compressed payload size exceeds the record"))?;
         if self.decompressor.is_none() {
-            self.decompressor = Some(Decompressor::new().map_err(|e| Error::in_record(offset, header.type_, e.0))?);
+            let d = Decompressor::new(self.chunk_limit()).map_err(|e| Error::in_record(offset, header.type_, e.0))?;
+            self.decompressor = Some(d);
         }
-        let out = self
-            .decompressor
-            .as_mut()
-            .expect("set above")
+        let Some(d) = self.decompressor.as_mut() else { return Ok(()) };
+        let out = d
             .decompress(payload, self.endian)
             .map_err(|e| Error::in_record(offset, header.type_, format!("zstd: {}", e.0)))?;
         let shared: Rc<[u8]> = out.into();
         let mut pos = 0usize;
         while pos < shared.len() {
             let h = RecordHeader::parse(&shared[pos..], self.endian)
-                .ok_or_else(|| Error::in_record(offset, header.type_, "decompressed record header truncated"))?;
+                .ok_or_else(|| Error::in_record(offset, header.type_, "decompressed record header truncated").decompressed_at(pos as u64))?;
+            crate::perf_data::check_size(offset, &h).map_err(|e| e.decompressed_at(pos as u64))?;
             let size = h.size as usize;
-            if size < HEADER_SIZE || pos + size > shared.len() {
-                return Err(Error::in_record(
-                    offset,
-                    header.type_,
-                    format!("decompressed record at +{pos:#x} has bad size {size}"),
-                ));
+            if pos + size > shared.len() {
+                return Err(Error::in_record(offset, h.type_, format!("record of {size} bytes runs past the end of the decompressed data"))
+                    .decompressed_at(pos as u64));
             }
             let bytes = RecordBytes::Shared(shared.clone(), pos as u32, size as u32);
-            self.process_record(tool, offset, h, bytes)?;
+            self.process_record(tool, offset, h, bytes, Some(pos as u64))?;
             pos += size;
         }
         Ok(())
+    }
+}
+
+/// A record's place in the input, for messages: its offset, and for a
+/// record from a compressed chunk, its place in the decompressed data.
+#[derive(Clone, Copy)]
+struct Where(u64, Option<u64>);
+
+impl Where {
+    fn error(self, t: u32, msg: impl Into<String>) -> Error {
+        let e = Error::in_record(self.0, t, msg);
+        match self.1 {
+            Some(i) => e.decompressed_at(i),
+            None => e,
+        }
+    }
+}
+
+impl std::fmt::Display for Where {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "offset {:#x}", self.0)?;
+        if let Some(i) = self.1 {
+            write!(f, " (+{i:#x} in its decompressed data)")?;
+        }
+        Ok(())
+    }
+}
+
+/// perf's CPU bound: HEADER_NRCPUS' available count, else MAX_NR_CPUS,
+/// never more than MAX_NR_CPUS.
+fn nr_cpus_avail(features: &Features) -> u32 {
+    match features.nr_cpus() {
+        Some((_, avail)) if avail > 0 => avail.min(MAX_NR_CPUS),
+        _ => MAX_NR_CPUS,
     }
 }

@@ -40,11 +40,25 @@ impl Deref for RecordBytes<'_> {
     }
 }
 
+impl RecordBytes<'_> {
+    /// Bytes held in memory for this record beyond the input's mapping.
+    fn owned_len(&self) -> usize {
+        match self {
+            RecordBytes::Borrowed(_) => 0,
+            RecordBytes::Owned(b) => b.len(),
+            RecordBytes::Shared(_, _, len) => *len as usize,
+        }
+    }
+}
+
 /// A record waiting in the queue.
 #[derive(Debug, Clone)]
 pub struct Queued<'a> {
     pub time: u64,
     pub offset: u64,
+    /// Position in the decompressed data of the chunk at `offset`, for
+    /// records that came from a compressed chunk.
+    pub inner: Option<u64>,
     pub evsel: u32,
     pub bytes: RecordBytes<'a>,
 }
@@ -58,6 +72,8 @@ pub struct OrderedEvents<'a> {
     last_flush: u64,
     /// Events queued with a time already flushed past.
     pub nr_unordered: u64,
+    /// Bytes of copied records queued (see [`RecordBytes::owned_len`]).
+    owned: usize,
 }
 
 impl<'a> OrderedEvents<'a> {
@@ -66,7 +82,23 @@ impl<'a> OrderedEvents<'a> {
             self.nr_unordered += 1;
         }
         self.max_timestamp = self.max_timestamp.max(q.time);
+        self.owned += q.bytes.owned_len();
         self.items.push(q);
+    }
+
+    /// Bytes of copied (not memory-mapped) records in the queue.
+    pub fn owned_bytes(&self) -> usize {
+        self.owned
+    }
+
+    /// perf's OE_FLUSH__HALF: deliver everything up to the midpoint between
+    /// the oldest and the newest queued time (used when the queue holds too
+    /// much).
+    pub fn flush_half<E>(&mut self, deliver: impl FnMut(Queued<'a>) -> Result<(), E>) -> Result<(), E> {
+        let (Some(first), Some(last)) = (self.items.iter().map(|q| q.time).min(), self.items.iter().map(|q| q.time).max()) else {
+            return Ok(());
+        };
+        self.flush_upto(first + (last - first) / 2, deliver)
     }
 
     pub fn len(&self) -> usize {
@@ -105,6 +137,7 @@ impl<'a> OrderedEvents<'a> {
         let mut drained = self.items.drain(..n);
         for q in drained.by_ref() {
             let t = q.time;
+            self.owned -= q.bytes.owned_len();
             if let Err(e) = deliver(q) {
                 // Keep what was not delivered so a caller may still flush it.
                 let rest: Vec<_> = drained.collect();
@@ -122,7 +155,7 @@ mod tests {
     use super::*;
 
     fn q(time: u64, offset: u64) -> Queued<'static> {
-        Queued { time, offset, evsel: 0, bytes: RecordBytes::Borrowed(&[]) }
+        Queued { time, offset, inner: None, evsel: 0, bytes: RecordBytes::Borrowed(&[]) }
     }
 
     fn flush_round(oe: &mut OrderedEvents<'static>) -> Vec<u64> {

@@ -1,0 +1,10 @@
+//! The whole pipeline in-process: bytes -> Input (memory and, for pipe
+//! data, streaming) -> Session -> Script printing to a sink. Any panic,
+//! abort, overflow (debug assertions are on) or timeout is a finding.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    pstitch::cli::script_bytes(data);
+});
