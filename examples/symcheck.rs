@@ -15,10 +15,10 @@ fn main() {
     let s: Vec<_> = l.syms.iter().cloned().collect();
     for (i, w) in s.windows(2).enumerate() {
         if list {
-            println!("{:x}-{:x} {}", w[0].start, w[0].end, w[0].name);
+            println!("{:x}-{:x} {}", w[0].start, w[0].end, w[0].name());
         }
         if w[0].end > w[1].start {
-            println!("overlap #{i}: {:x}-{:x} {} / {:x}-{:x} {}", w[0].start, w[0].end, w[0].name, w[1].start, w[1].end, w[1].name);
+            println!("overlap #{i}: {:x}-{:x} {} / {:x}-{:x} {}", w[0].start, w[0].end, w[0].name(), w[1].start, w[1].end, w[1].name());
         }
     }
 }

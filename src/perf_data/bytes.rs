@@ -202,7 +202,7 @@ impl<'a> U64Array<'a> {
         U64Array { bytes: &self.bytes[..n * 8], endian: self.endian }
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + 'a {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + Clone + 'a {
         let endian = self.endian;
         self.bytes.chunks_exact(8).map(move |c| endian.u64(c.try_into().unwrap_or([0; 8])))
     }

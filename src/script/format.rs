@@ -65,6 +65,19 @@ pub fn hex(out: &mut Vec<u8>, v: u64, width: usize) {
     pad_left(out, s, width);
 }
 
+/// `%16llx` into exactly 16 bytes: right-aligned, space-padded.
+#[inline]
+pub fn hex16(out: &mut [u8], v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let out = &mut out[..16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = DIGITS[((v >> (60 - 4 * i)) & 15) as usize];
+    }
+    // Leading zeros become spaces; the last digit always stays.
+    let digits = (16 - v.leading_zeros() as usize / 4).max(1);
+    out[..16 - digits].fill(b' ');
+}
+
 /// `%#llx`: `0x` prefix, except for 0 which prints as `0`.
 #[inline]
 pub fn hex_alt(out: &mut Vec<u8>, v: u64) {
@@ -131,6 +144,11 @@ mod tests {
         assert_eq!(s(|o| uint_zero(o, 5, 6)), "000005");
         assert_eq!(s(|o| hex(o, 0xffffffff81000000, 16)), "ffffffff81000000");
         assert_eq!(s(|o| hex(o, 0, 16)), "               0");
+        for v in [0, 1, 0xf, 0x10, 0x7f3e1a2b3c4d, 0xffffffff81000000, u64::MAX] {
+            let mut b = [0u8; 16];
+            hex16(&mut b, v);
+            assert_eq!(b.as_slice(), s(|o| hex(o, v, 16)).as_bytes(), "{v:#x}");
+        }
         assert_eq!(s(|o| hex_alt(o, 0x1f)), "0x1f");
         assert_eq!(s(|o| hex_alt(o, 0)), "0");
         assert_eq!(s(|o| pad_left(o, "é".as_bytes(), 4)), "  é");

@@ -9,6 +9,7 @@
 //! <blank line>
 //! ```
 
+mod callchain;
 mod events;
 pub mod fields;
 pub mod filter;
@@ -104,17 +105,6 @@ struct PrintAs {
     cookie: Option<u64>,
 }
 
-/// One resolved callchain line.
-#[derive(Debug, Clone)]
-struct Frame {
-    ip: u64,
-    map: Option<Map>,
-    sym: Option<Symbol>,
-    inlined: bool,
-    /// An inline-list entry's own `file:line` (perf's `node->srcline`).
-    srcline: Option<Rc<str>>,
-}
-
 /// The `perf script` tool: keeps the machine current and prints samples.
 pub struct Script<W: Write> {
     opts: ScriptOptions,
@@ -127,7 +117,9 @@ pub struct Script<W: Write> {
     checked: [bool; fields::NR_TYPES],
     ip_opts: [IpOpts; fields::NR_TYPES],
     name_width: Option<usize>,
-    frames: Vec<Frame>,
+    /// Formatted callchain entries (see [`callchain`]).
+    frame_cache: callchain::FrameCache,
+    frame_text: Vec<u8>,
     stitcher: Stitcher,
     merged: Vec<u64>,
     endian: crate::perf_data::bytes::Endian,
@@ -159,7 +151,8 @@ impl<W: Write> Script<W> {
             checked: [false; fields::NR_TYPES],
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
-            frames: Vec::new(),
+            frame_cache: Default::default(),
+            frame_text: Vec::new(),
             stitcher: Stitcher::default(),
             merged: Vec::new(),
             endian: crate::perf_data::bytes::Endian::NATIVE,
@@ -321,17 +314,19 @@ impl<W: Write> Script<W> {
             format::uint(&mut self.buf, s.weight, 16);
         }
         if fields & f::IP != 0 {
-            let resolved = match (with_callchain, chain, s.callchain) {
-                (true, Chain::Merged(ips), _) => self.resolve_callchain(s.tid, ips.iter().copied()),
-                (true, Chain::Sample, Some(c)) => self.resolve_callchain(s.tid, c.iter()),
-                _ => false,
-            };
-            if resolved {
-                self.buf.push(b'\n');
-                self.print_frames(ip_opts, how.cookie);
-            } else {
-                self.buf.push(b' ');
-                self.print_ip_line(s.tid, CpuMode::from_misc(misc), s.ip, ip_opts);
+            match (with_callchain, chain, s.callchain) {
+                (true, Chain::Merged(ips), _) => {
+                    self.buf.push(b'\n');
+                    self.print_callchain(s.tid, ips.iter().copied(), ty, how.cookie);
+                }
+                (true, Chain::Sample, Some(c)) => {
+                    self.buf.push(b'\n');
+                    self.print_callchain(s.tid, c.iter(), ty, how.cookie);
+                }
+                _ => {
+                    self.buf.push(b' ');
+                    self.print_ip_line(s.tid, CpuMode::from_misc(misc), s.ip, ip_opts);
+                }
             }
         }
         if fields & f::PHYS_ADDR != 0 {
@@ -374,9 +369,9 @@ impl<W: Write> Script<W> {
         format::hex(&mut self.buf, d.cookie, 0);
         self.buf.push(b']');
         if fields & f::IP != 0 {
-            if self.use_callchain && self.resolve_callchain(id.tid, d.ips.iter()) {
+            if self.use_callchain {
                 self.buf.push(b'\n');
-                self.print_frames(self.ip_opts[ty], None);
+                self.print_callchain(id.tid, d.ips.iter(), ty, None);
             } else {
                 self.buf.push(b' ');
                 self.print_ip_line(id.tid, CpuMode::from_misc(misc), 0, self.ip_opts[ty]);
@@ -529,56 +524,6 @@ impl<W: Write> Script<W> {
         }
     }
 
-    /// perf's `thread__resolve_callchain_sample` (callee order, no LBR):
-    /// context markers switch the address space; an unknown marker discards
-    /// what was resolved so far and ends the chain (perf resets its cursor
-    /// and stops without an error, so an empty callchain is printed).
-    fn resolve_callchain(&mut self, tid: i32, chain: impl Iterator<Item = u64>) -> bool {
-        self.frames.clear();
-        let mut mode = CpuMode::User;
-        let mut entries = 0;
-        for ip in chain {
-            if entries >= self.opts.max_stack {
-                break;
-            }
-            if ip >= context::MAX {
-                mode = match ip {
-                    context::HV => CpuMode::Hypervisor,
-                    context::KERNEL => CpuMode::Kernel,
-                    context::USER | context::USER_DEFERRED => CpuMode::User,
-                    _ => {
-                        self.frames.clear();
-                        return true;
-                    }
-                };
-                continue;
-            }
-            entries += 1;
-            self.push_frames(tid, mode, ip);
-        }
-        true
-    }
-
-    /// Adds the line(s) for one callchain address: the inline chain when
-    /// perf would show one, else the symbol.
-    fn push_frames(&mut self, tid: i32, mode: CpuMode, ip: u64) {
-        let map = self.find_map(tid, mode, ip);
-        let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&self.machine.dsos, m, ip));
-        if self.symbolizer.config.inline {
-            if let (Some(m), Some(s)) = (map.as_ref(), sym.as_ref()) {
-                let inlines = self.symbolizer.inlines(&self.machine.dsos, m, ip, s);
-                if !inlines.is_empty() {
-                    for e in inlines.iter() {
-                        let sym = Symbol { name: e.name.clone(), start: s.start, end: s.end };
-                        self.frames.push(Frame { ip, map: Some(*m), sym: Some(sym), inlined: e.inlined, srcline: Some(e.srcline.clone()) });
-                    }
-                    return;
-                }
-            }
-        }
-        self.frames.push(Frame { ip, map, sym, inlined: false, srcline: None });
-    }
-
     /// perf's `thread__find_map`: a kernel map is loaded when first used,
     /// which resizes it to its symbols.
     fn find_map(&mut self, tid: i32, mode: CpuMode, ip: u64) -> Option<Map> {
@@ -588,43 +533,6 @@ impl<W: Write> Script<W> {
             return Some(self.machine.fixup_kernel_map(&map, range));
         }
         Some(map)
-    }
-
-    /// perf's `sample__fprintf_callchain`.
-    fn print_frames(&mut self, opts: IpOpts, cookie: Option<u64>) {
-        let frames = std::mem::take(&mut self.frames);
-        for fr in &frames {
-            let addr = fr.map.map(|m| m.map_ip(fr.ip)).unwrap_or(0);
-            if opts.ip {
-                self.buf.push(b'\t');
-                format::hex(&mut self.buf, fr.ip, 16);
-            }
-            if opts.sym {
-                self.buf.push(b' ');
-                if cookie == Some(fr.ip) {
-                    self.buf.extend_from_slice(b"(cookie)");
-                } else {
-                    self.symname(fr.sym.as_ref(), fr.map.as_ref(), addr, opts.symoff);
-                }
-            }
-            if opts.dso && !fr.inlined {
-                self.dsoname(fr.map.as_ref(), opts.dsoff, addr);
-            }
-            if opts.srcline {
-                match &fr.srcline {
-                    Some(line) => {
-                        self.buf.extend_from_slice(b"\n  ");
-                        self.buf.extend_from_slice(line.as_bytes());
-                    }
-                    None => self.srcline(fr.map.as_ref(), fr.ip, None),
-                }
-            }
-            if fr.inlined {
-                self.buf.extend_from_slice(b" (inlined)");
-            }
-            self.buf.push(b'\n');
-        }
-        self.frames = frames;
     }
 
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
@@ -637,50 +545,16 @@ impl<W: Write> Script<W> {
         }
         if opts.sym {
             self.buf.push(b' ');
-            self.symname(sym.as_ref(), map.as_ref(), addr, opts.symoff);
+            callchain::symname(&mut self.buf, sym.as_ref(), map.as_ref(), addr, opts.symoff);
         }
         if opts.dso {
-            self.dsoname(map.as_ref(), opts.dsoff, addr);
+            let mut buf = std::mem::take(&mut self.buf);
+            self.dsoname(&mut buf, map.as_ref(), opts.dsoff, addr);
+            self.buf = buf;
         }
         if opts.srcline {
             self.srcline(map.as_ref(), ip, sym.as_ref());
         }
-    }
-
-    /// perf's `__symbol__fprintf_symname_offs`.
-    fn symname(&mut self, sym: Option<&Symbol>, map: Option<&Map>, addr: u64, offsets: bool) {
-        match sym {
-            Some(s) => {
-                self.buf.extend_from_slice(s.name.as_bytes());
-                if offsets {
-                    let off = if addr < s.end {
-                        addr.wrapping_sub(s.start)
-                    } else {
-                        addr.wrapping_sub(map.map(|m| m.start).unwrap_or(0)).wrapping_sub(s.start)
-                    };
-                    self.buf.extend_from_slice(b"+0x");
-                    format::hex(&mut self.buf, off, 0);
-                }
-            }
-            None => self.buf.extend_from_slice(b"[unknown]"),
-        }
-    }
-
-    /// perf's `map__fprintf_dsoname_dsoff`: ` (name)` or ` (name+0xoff)`.
-    fn dsoname(&mut self, map: Option<&Map>, dsoff: bool, addr: u64) {
-        self.buf.extend_from_slice(b" (");
-        match map {
-            Some(m) => {
-                let dso = self.machine.dsos.get(m.dso);
-                self.buf.extend_from_slice(dso.name.as_bytes());
-                if dsoff && self.symbolizer.is_object_file(&self.machine.dsos, m.dso) {
-                    self.buf.extend_from_slice(b"+0x");
-                    format::hex(&mut self.buf, addr, 0);
-                }
-            }
-            None => self.buf.extend_from_slice(b"[unknown]"),
-        }
-        self.buf.push(b')');
     }
 
     /// perf's `map__fprintf_srcline` with the `"\n  "` prefix.

@@ -151,13 +151,14 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
     let mut kept = Vec::new();
     for s in t.iter() {
         let mut s = s.clone();
-        if let Some(tab) = s.name.find('\t') {
-            let module = s.name[tab + 1..].to_string();
-            s.name = s.name[..tab].into();
+        if let Some(tab) = s.name().find('\t') {
+            let module = s.name()[tab + 1..].to_string();
+            let name = s.name()[..tab].into();
+            s.set_name(name);
             modules.entry(module).or_default().push(s);
             continue;
         }
-        if &*s.name == "__entry_SYSCALL_64_trampoline" {
+        if s.name() == "__entry_SYSCALL_64_trampoline" {
             continue;
         }
         s.start = s.start.wrapping_sub(delta);
@@ -214,7 +215,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
     #[test]
     fn last_alias_wins_and_modules_go() {
         let t = load(SAMPLE, Some(("_text", 0xffffffff81000000))).unwrap();
-        let v: Vec<_> = t.iter().map(|s| (s.name.to_string(), s.start, s.end)).collect();
+        let v: Vec<_> = t.iter().map(|s| (s.name().to_string(), s.start, s.end)).collect();
         assert_eq!(v[0], ("_text".to_string(), 0xffffffff81000000, 0xffffffff81000040));
         assert_eq!(v[1], ("helper".to_string(), 0xffffffff81000040, 0xffffffff81000100));
         assert_eq!(v[2].0, "weak_fn");
@@ -228,7 +229,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
         let k = load_all(SAMPLE, None).unwrap();
         let m = &k.modules["[__builtin__ftrace]"];
         assert_eq!(m.len(), 1);
-        assert_eq!(&*m[0].name, "ftrace_trampoline");
+        assert_eq!(m[0].name(), "ftrace_trampoline");
         assert_eq!(module_name("/lib/modules/6.1/kernel/fs/ext4/ext4.ko"), "[ext4]");
         assert_eq!(module_name("/lib/modules/x/snd-hda-codec.ko.xz"), "[snd_hda_codec]");
         assert_eq!(module_name("[kvm_intel]"), "[kvm_intel]");

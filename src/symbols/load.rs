@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use super::demangle::demangle;
 use super::elf::{self, Elf, Sym as ElfSym};
 use super::symtab::{Sym, SymTab};
 
@@ -231,13 +230,17 @@ fn failed(mut loaded: Loaded) -> Loaded {
     loaded
 }
 
-fn name_of(raw: &[u8], search: &Search<'_>) -> Rc<str> {
-    let s = String::from_utf8_lossy(raw);
-    if search.demangle
-        && let Some(d) = demangle(&s) {
-            return d.into();
-        }
-    s.into()
+/// A symbol named `raw` in the object file, its name demangled (when
+/// asked for) once it is needed; `plt`: the PLT entry for it.
+fn named_sym(start: u64, len: u64, binding: u8, typ: u8, raw: &[u8], plt: bool, search: &Search<'_>) -> Sym {
+    let raw: Rc<str> = String::from_utf8_lossy(raw).into();
+    if search.demangle {
+        Sym::mangled(start, len, binding, typ, raw, plt)
+    } else if plt {
+        Sym::new(start, len, binding, typ, format!("{raw}@plt").into())
+    } else {
+        Sym::new(start, len, binding, typ, raw)
+    }
 }
 
 /// perf's `dso__load_sym_internal` for one table of `syms_ss`; `None` on
@@ -318,7 +321,7 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
             }
         }
         let value = adjust_value(run, &sym, shdr.sh_addr, shdr.sh_offset);
-        new.push(Sym::new(value, sym.st_size, sym.bind(), typ, name_of(sym.name, search)));
+        new.push(named_sym(value, sym.st_size, sym.bind(), typ, sym.name, false, search));
     }
     let nr = new.len();
     loaded.syms.insert_all(new);
@@ -367,7 +370,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
     let Some((header_size, mut entry_size)) = plt_sizes(elf, &plt) else { return };
     let plt_name: Rc<str> = ".plt".into();
     loaded.syms.insert(Sym::new(plt.sh_offset, header_size, elf::STB_GLOBAL, elf::STT_FUNC, plt_name.clone()));
-    let plt_sym_key = |t: &super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && Rc::ptr_eq(&s.name, &plt_name));
+    let plt_sym_key = |t: &super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && Rc::ptr_eq(s.shared_name(), &plt_name));
     if is_x86(elf) && !synthesize_plt_got(loaded, elf, search) {
         return;
     }
@@ -426,14 +429,13 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
     let is_rela = rel.sh_type == elf::SHT_RELA;
     for r in relocs.iter().take(nr_entries as usize) {
         let name = syms.get(r.r_sym as usize).map(|s| s.name).unwrap_or(&[]);
-        let name: String = if !name.is_empty() {
-            format!("{}@plt", name_of(name, search))
-        } else if let Some(n) = ifunc_name(loaded, elf, r, is_rela) {
-            n
+        let sym = if !name.is_empty() {
+            named_sym(plt_offset, entry_size, elf::STB_GLOBAL, elf::STT_FUNC, name, true, search)
         } else {
-            format!("offset_{:#x}@plt", plt_offset)
+            let name = ifunc_name(loaded, elf, r, is_rela).unwrap_or_else(|| format!("offset_{:#x}@plt", plt_offset));
+            Sym::new(plt_offset, entry_size, elf::STB_GLOBAL, elf::STT_FUNC, name.into())
         };
-        loaded.syms.insert(Sym::new(plt_offset, entry_size, elf::STB_GLOBAL, elf::STT_FUNC, name.into()));
+        loaded.syms.insert(sym);
         plt_offset = plt_offset.wrapping_add(entry_size);
     }
 }
@@ -451,7 +453,7 @@ fn ifunc_name(loaded: &Loaded, elf: &Elf, r: &elf::Reloc, is_rela: bool) -> Opti
     if sym.start != addr || (sym.typ != elf::STT_GNU_IFUNC && !sym.ifunc_alias) {
         return None;
     }
-    Some(format!("{}@plt", sym.name))
+    Some(format!("{}@plt", sym.name()))
 }
 
 /// perf's `dso__synthesize_plt_got_symbols`; false on the error that makes
@@ -486,22 +488,22 @@ fn synthesize_plt_got(loaded: &mut Loaded, elf: &Elf, search: &Search<'_>) -> bo
     let limit = got.sh_size.min(got_data.len() as u64);
     let mut i = 0u64;
     while i < limit {
-        let mut name = None;
+        let start = got.sh_offset.wrapping_add(i);
+        let mut sym = None;
         if let Some((v, dynsyms)) = &sorted {
             let disp = x86_64_plt_disp(got_data.get(i as usize..).unwrap_or(&[]));
             if disp != 0 {
-                let target = got.sh_offset.wrapping_add(i).wrapping_add(disp as u64);
+                let target = start.wrapping_add(disp as u64);
                 if let Ok(pos) = v.binary_search_by_key(&target, |e| e.0)
-                    && let Some(s) = dynsyms.get(v[pos].1 as usize) {
-                        let n = name_of(s.name, search);
-                        if !n.is_empty() {
-                            name = Some(format!("{n}@plt"));
-                        }
-                    }
+                    && let Some(s) = dynsyms.get(v[pos].1 as usize)
+                    && !s.name.is_empty()
+                {
+                    sym = Some(named_sym(start, got.sh_entsize, elf::STB_GLOBAL, elf::STT_FUNC, s.name, true, search));
+                }
             }
         }
-        let name = name.unwrap_or_else(|| format!("offset_{:#x}@plt", got.sh_offset.wrapping_add(i)));
-        loaded.syms.insert(Sym::new(got.sh_offset.wrapping_add(i), got.sh_entsize, elf::STB_GLOBAL, elf::STT_FUNC, name.into()));
+        let sym = sym.unwrap_or_else(|| Sym::new(start, got.sh_entsize, elf::STB_GLOBAL, elf::STT_FUNC, format!("offset_{start:#x}@plt").into()));
+        loaded.syms.insert(sym);
         i += got.sh_entsize;
     }
     true
@@ -620,7 +622,7 @@ mod tests {
         std::fs::write(&dir, "1000 20 jitted_fn\n2000 8 other one\nbad\n").unwrap();
         let t = load_perf_map(&dir);
         std::fs::remove_file(&dir).ok();
-        let v: Vec<_> = t.iter().map(|s| (s.start, s.end, s.name.to_string())).collect();
+        let v: Vec<_> = t.iter().map(|s| (s.start, s.end, s.name().to_string())).collect();
         assert_eq!(v, vec![(0x1000, 0x1020, "jitted_fn".into()), (0x2000, 0x2008, "other one".into())]);
     }
 
@@ -639,7 +641,7 @@ mod tests {
         let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
         let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
         assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
-        let names: Vec<&str> = l.syms.iter().map(|s| &*s.name).collect();
+        let names: Vec<&str> = l.syms.iter().map(|s| s.name()).collect();
         assert!(names.contains(&"msort_with_tmp.part.0"));
         assert!(names.contains(&"__GI___libc_write"));
         // IRELATIVE PLT slots are named after their IFUNC symbol.
@@ -655,14 +657,14 @@ mod tests {
         let symfs = fixtures();
         let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
         let l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
-        let find = |n: &str| l.syms.iter().find(|s| &*s.name == n).cloned();
+        let find = |n: &str| l.syms.iter().find(|s| s.name() == n).cloned();
         assert!(find("sim::World::energy() const").is_some());
         assert!(find("memcmp@plt").is_some());
         let main = find("main").expect("main");
         // Symbols are file offsets (ET_DYN, p_vaddr == p_offset here).
-        assert_eq!(l.syms.find(main.start + 1).map(|s| &*s.name), Some("main"));
+        assert_eq!(l.syms.find(main.start + 1).map(|s| s.name()), Some("main"));
         let raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
-        assert!(raw.syms.iter().any(|s| &*s.name == "_ZNK3sim5World6energyEv"));
+        assert!(raw.syms.iter().any(|s| s.name() == "_ZNK3sim5World6energyEv"));
     }
 
     #[test]

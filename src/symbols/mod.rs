@@ -97,11 +97,20 @@ pub struct Symbolizer {
     dsos: Vec<Option<DsoState>>,
     /// The kernel symbol file, read once (`None` inside: unavailable).
     kallsyms: Option<Option<Rc<kallsyms::Kallsyms>>>,
+    /// The last `find_symbol` answered for a load that failed half-way:
+    /// later lookups of the same address may answer differently.
+    transient: bool,
 }
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
-        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None }
+        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None, transient: false }
+    }
+
+    /// Whether the last [`Symbolizer::find_symbol`] answer holds for this
+    /// call only.
+    pub fn last_lookup_transient(&self) -> bool {
+        self.transient
     }
 
     /// The BUILD_ID table of the input (file mode: a feature section; pipe
@@ -193,7 +202,13 @@ impl Symbolizer {
                 if let (Some(k), Some(m)) = (self.kallsyms(dsos), map)
                     && let Some(syms) = k.modules.get(&kallsyms::module_name(&long_name)) {
                         l.syms.insert_all(
-                            syms.iter().map(|s| symtab::Sym { start: m.map_ip(s.start), end: m.map_ip(s.end), ..s.clone() }).collect(),
+                            syms.iter()
+                                .map(|s| {
+                                    let mut s = s.clone();
+                                    (s.start, s.end) = (m.map_ip(s.start), m.map_ip(s.end));
+                                    s
+                                })
+                                .collect(),
                         );
                     }
                 l
@@ -265,13 +280,13 @@ impl Symbolizer {
     /// The symbol containing runtime address `addr` of `map`.
     pub fn find_symbol(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<Symbol> {
         let st = self.state_for(dsos, map.dso, Some(map));
-        if std::mem::take(&mut st.loaded.failed_midway) {
-            // perf's map__load reports the failed load to the lookup that
-            // triggered it; later lookups see the symbols it kept.
-            return None;
-        }
+        let failed = std::mem::take(&mut st.loaded.failed_midway);
         let rel = map.map_ip(addr);
-        st.loaded.syms.find(rel).map(|s| Symbol { name: s.name.clone(), start: s.start, end: s.end })
+        // perf's map__load reports the failed load to the lookup that
+        // triggered it; later lookups see the symbols it kept.
+        let found = if failed { None } else { st.loaded.syms.find(rel).map(|s| Symbol { name: s.shared_name().clone(), start: s.start, end: s.end }) };
+        self.transient = failed;
+        found
     }
 
     /// perf's inline list for a callchain address (empty: print `sym`

@@ -4,8 +4,10 @@
 //! same-address aliases reduced to one (`symbols__fixup_duplicate` /
 //! `choose_best_symbol`), lookups walking the tree as perf's do.
 
+use std::cell::OnceCell;
 use std::rc::Rc;
 
+use super::demangle::demangle;
 use super::elf::{STB_GLOBAL, STB_WEAK, STT_GNU_IFUNC, STT_NOTYPE};
 use super::rbtree::{NodeId, RbTree};
 
@@ -14,17 +16,71 @@ pub struct Sym {
     pub start: u64,
     /// Exclusive; equal to `start` for a zero-sized symbol.
     pub end: u64,
-    pub name: Rc<str>,
+    name: SymName,
     pub binding: u8,
     pub typ: u8,
     /// An IFUNC symbol at the same address was dropped in its favour.
     pub ifunc_alias: bool,
 }
 
+/// A symbol's name as perf shows it. perf demangles every ELF symbol as it
+/// loads it; pstitch keeps the name from the object file and demangles it
+/// the first time it is needed (printing, or choosing between aliases):
+/// most symbols of a large library are never printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SymName {
+    raw: Rc<str>,
+    form: NameForm,
+    shown: OnceCell<Rc<str>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NameForm {
+    /// `raw` is the name.
+    AsIs,
+    /// The demangled `raw` (or `raw` when it does not demangle).
+    Demangled,
+    /// The same followed by `@plt` (a PLT entry named after its target).
+    DemangledPlt,
+}
+
 impl Sym {
     /// perf's `symbol__new`: `len` 0 gives `end == start`.
     pub fn new(start: u64, len: u64, binding: u8, typ: u8, name: Rc<str>) -> Sym {
+        Sym::with_name(start, len, binding, typ, SymName { raw: name, form: NameForm::AsIs, shown: OnceCell::new() })
+    }
+
+    /// A symbol whose name is shown demangled (`plt`: with `@plt` after it).
+    pub fn mangled(start: u64, len: u64, binding: u8, typ: u8, raw: Rc<str>, plt: bool) -> Sym {
+        let form = if plt { NameForm::DemangledPlt } else { NameForm::Demangled };
+        Sym::with_name(start, len, binding, typ, SymName { raw, form, shown: OnceCell::new() })
+    }
+
+    fn with_name(start: u64, len: u64, binding: u8, typ: u8, name: SymName) -> Sym {
         Sym { start, end: if len != 0 { start.wrapping_add(len) } else { start }, name, binding, typ, ifunc_alias: false }
+    }
+
+    /// Renames the symbol (to a name shown as it is).
+    pub fn set_name(&mut self, name: Rc<str>) {
+        self.name = SymName { raw: name, form: NameForm::AsIs, shown: OnceCell::new() };
+    }
+
+    /// The name perf prints.
+    pub fn name(&self) -> &str {
+        self.shared_name()
+    }
+
+    /// The same, to keep.
+    pub fn shared_name(&self) -> &Rc<str> {
+        let n = &self.name;
+        match n.form {
+            NameForm::AsIs => &n.raw,
+            NameForm::Demangled => n.shown.get_or_init(|| demangle(&n.raw).map_or_else(|| n.raw.clone(), Into::into)),
+            NameForm::DemangledPlt => n.shown.get_or_init(|| {
+                let base = demangle(&n.raw);
+                format!("{}@plt", base.as_deref().unwrap_or(&n.raw)).into()
+            }),
+        }
     }
 }
 
@@ -47,7 +103,7 @@ impl SymTab {
     /// perf's `symbols__insert`: descend left while the new start is below
     /// the node's, so equal addresses end up after the ones present.
     pub fn insert(&mut self, sym: Sym) -> NodeId {
-        self.tree.insert_by(sym, |existing, new| new.start < existing.start)
+        self.tree.insert(sym.start, sym)
     }
 
     /// Inserts symbols one after the other, in the order given.
@@ -90,21 +146,23 @@ impl SymTab {
         let ids: Vec<NodeId> = self.tree.ids().collect();
         let Some(&last) = ids.last() else { return };
         for w in ids.windows(2) {
-            let curr = self.tree.get(w[1]).clone();
+            let curr = self.tree.get(w[1]);
+            let (curr_start, curr_name) = (curr.start, is_kallsyms.then(|| curr.shared_name().clone()));
             let prev = self.tree.get_mut(w[0]);
             if prev.end != prev.start {
                 continue;
             }
-            if !is_kallsyms {
-                prev.end = curr.start;
+            let Some(curr_name) = curr_name else {
+                prev.end = curr_start;
                 continue;
-            }
-            let prev_mod = prev.name.find('[').map(|p| &prev.name[p..]);
-            let curr_mod = curr.name.find('[').map(|p| &curr.name[p..]);
+            };
+            let prev_name = prev.name();
+            let prev_mod = prev_name.find('[').map(|p| &prev_name[p..]);
+            let curr_mod = curr_name.find('[').map(|p| &curr_name[p..]);
             prev.end = match (prev_mod, curr_mod) {
                 (None, Some(_)) | (Some(_), None) => roundup_page(prev.end.wrapping_add(4096)),
                 (Some(a), Some(b)) if a != b => roundup_page(prev.end.wrapping_add(4096)),
-                _ => curr.start,
+                _ => curr_start,
             };
         }
         let l = self.tree.get_mut(last);
@@ -207,20 +265,26 @@ pub fn choose_best_symbol(a: &Sym, b: &Sym) -> bool {
     if gb && !ga {
         return false;
     }
-    let (ua, ub) = (prefix_underscores(&a.name), prefix_underscores(&b.name));
+    // The same name in .symtab and .dynsym: the demangled names tie too,
+    // and a demangled name can only start with "SyS" if the raw one holds it.
+    if a.name.raw == b.name.raw && a.name.form == b.name.form && !a.name.raw.contains("SyS") {
+        return true;
+    }
+    let (an, bn) = (a.name(), b.name());
+    let (ua, ub) = (prefix_underscores(an), prefix_underscores(bn));
     if ub > ua {
         return true;
     } else if ua > ub {
         return false;
     }
-    let (na, nb) = (a.name.len(), b.name.len());
+    let (na, nb) = (an.len(), bn.len());
     if na > nb {
         return true;
     } else if na < nb {
         return false;
     }
     // arch__choose_best_symbol: avoid "SyS" syscall aliases.
-    if a.name.starts_with("SyS") || a.name.starts_with("compat_SyS") {
+    if an.starts_with("SyS") || an.starts_with("compat_SyS") {
         return false;
     }
     true
@@ -262,10 +326,10 @@ mod tests {
         t.insert(s(0x2010, 0, STB_GLOBAL, "last"));
         t.fixup_end(false);
         t.fixup_duplicate();
-        let v: Vec<_> = t.iter().map(|s| (&*s.name, s.start, s.end)).collect();
+        let v: Vec<_> = t.iter().map(|s| (s.name(), s.start, s.end)).collect();
         assert_eq!(v, vec![("a", 0x100, 0x120), ("b", 0x120, 0x130), ("label", 0x140, 0x2010), ("last", 0x2010, 0x4000)]);
-        assert_eq!(t.find(0x11f).unwrap().name.as_ref(), "a");
-        assert_eq!(t.find(0x141).unwrap().name.as_ref(), "label");
+        assert_eq!(t.find(0x11f).unwrap().name(), "a");
+        assert_eq!(t.find(0x141).unwrap().name(), "label");
         assert!(t.find(0x130).is_none());
         assert!(t.find(0xff).is_none());
     }
@@ -277,7 +341,7 @@ mod tests {
         t.insert_all(vec![k(0x1000, "x"), k(0x1000, "_text"), k(0x1100, "y"), k(0x5000, "m\t[mod]"), k(0x6000, "n\t[mod2]")]);
         t.fixup_end(true);
         t.fixup_duplicate();
-        let v: Vec<_> = t.iter().map(|s| (s.name.to_string(), s.start, s.end)).collect();
+        let v: Vec<_> = t.iter().map(|s| (s.name().to_string(), s.start, s.end)).collect();
         assert_eq!(v[0], ("_text".to_string(), 0x1000, 0x1100));
         assert_eq!(v[1], ("y".to_string(), 0x1100, 0x3000));
         assert_eq!(v[2], ("m\t[mod]".to_string(), 0x5000, 0x6000));
