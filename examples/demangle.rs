@@ -1,14 +1,13 @@
-//! Development aid: prints perf's demangling of each name on stdin
-//! (`<<FAIL>>` when perf would print it as it is).
-
-use std::io::BufRead;
+//! Development aid: demangles the names on standard input, one per line, as
+//! pstitch shows them (compare with `c++filt`).
+use std::io::{BufRead, Write};
 
 fn main() {
-    for line in std::io::stdin().lock().lines() {
-        let line = line.unwrap();
-        match pstitch::symbols::demangle::demangle(&line) {
-            Some(d) => println!("{d}"),
-            None => println!("<<FAIL>>"),
-        }
+    let stdin = std::io::stdin();
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    for line in stdin.lock().lines() {
+        let line = line.expect("reading standard input");
+        let shown = pstitch::symbols::demangle::demangle(&line).unwrap_or_else(|| line.clone());
+        writeln!(out, "{shown}").expect("writing");
     }
 }

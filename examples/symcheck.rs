@@ -10,7 +10,7 @@ fn main() {
     let path = args.next().expect("usage: symcheck SYMFS PATH [--list]");
     let list = args.next().is_some();
     let search = Search { symfs: Some(Path::new(&symfs)), buildid_dir: None, demangle: true };
-    let l = load_user_dso(&path, None, false, &search);
+    let mut l = load_user_dso(&path, None, false, &search);
     println!("{} symbols, symsrc {:?}", l.syms.len(), l.symsrc);
     let s: Vec<_> = l.syms.iter().cloned().collect();
     for (i, w) in s.windows(2).enumerate() {

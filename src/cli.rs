@@ -168,7 +168,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Script(args) => {
             let stdout = std::io::stdout();
-            ExitCode::from(run_script(&args, stdout.lock(), &mut std::io::stderr(), true))
+            ExitCode::from(run_script(&args, stdout, &mut std::io::stderr(), true))
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;
@@ -341,7 +341,7 @@ fn prepare(args: &ScriptArgs, err: &mut dyn Write) -> Result<Prepared, u8> {
 /// `pstitch script`: opens the input and prints it to `out`; messages go
 /// to `err`. `progress`: show a progress line when stderr is a terminal
 /// and stdout is not. Returns the exit code.
-pub fn run_script<W: Write>(args: &ScriptArgs, out: W, err: &mut dyn Write, progress: bool) -> u8 {
+pub fn run_script<W: Write + Send + 'static>(args: &ScriptArgs, out: W, err: &mut dyn Write, progress: bool) -> u8 {
     let prepared = match prepare(args, err) {
         Ok(p) => p,
         Err(code) => return code,
@@ -378,14 +378,14 @@ struct Source<'n> {
 
 /// `pstitch script` on an opened input (`name` is how messages call it),
 /// within `limits`. Never panics on any input; returns the exit code.
-pub fn run_input<W: Write>(args: &ScriptArgs, name: &str, input: Input, limits: Limits, out: W, err: &mut dyn Write) -> u8 {
+pub fn run_input<W: Write + Send + 'static>(args: &ScriptArgs, name: &str, input: Input, limits: Limits, out: W, err: &mut dyn Write) -> u8 {
     match prepare(args, err) {
         Ok(p) => run_prepared(args, p, Source { name, mtime: None, limits, progress: None }, input, out, err),
         Err(code) => code,
     }
 }
 
-fn run_prepared<W: Write>(args: &ScriptArgs, prepared: Prepared, source: Source<'_>, mut input: Input, mut out: W, err: &mut dyn Write) -> u8 {
+fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared, source: Source<'_>, mut input: Input, mut out: W, err: &mut dyn Write) -> u8 {
     let Prepared { mut opts, config } = prepared;
     let name = source.name;
     let (evlist, features, warnings) = input.take_header();
@@ -476,7 +476,7 @@ fn run_prepared<W: Write>(args: &ScriptArgs, prepared: Prepared, source: Source<
         // perf prints pipe-mode features as they arrive.
         let mut tool = header::WithFeatures {
             inner: &mut script,
-            write: |s: &mut Script<W>, text: &[u8]| s.write_through(text),
+            write: |s: &mut Script, text: &[u8]| s.write_through(text),
             stream: header::FeatureStream::new(args.show_info, header::Pmus::system()),
             warnings: Vec::new(),
         };

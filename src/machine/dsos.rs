@@ -57,6 +57,19 @@ pub struct Dso {
 pub struct Dsos {
     list: Vec<Dso>,
     by_name: HashMap<Rc<str>, DsoId>,
+    /// DSOs added or changed since [`Dsos::take_changes`] (for copies of
+    /// the table kept elsewhere).
+    changed: Vec<DsoId>,
+}
+
+/// A DSO entry as plain data, to bring a copy of the table up to date.
+#[derive(Debug, Clone)]
+pub struct DsoUpdate {
+    pub id: DsoId,
+    pub name: String,
+    pub kind: DsoKind,
+    pub build_id: Option<Vec<u8>>,
+    pub ref_reloc: Option<(String, u64)>,
 }
 
 impl Dsos {
@@ -68,7 +81,43 @@ impl Dsos {
         let name: Rc<str> = name.into();
         self.list.push(Dso { name: name.clone(), kind, build_id: None, ref_reloc: None });
         self.by_name.insert(name, id);
+        self.changed.push(id);
         id
+    }
+
+    /// Whether entries were added or changed since the last
+    /// [`Dsos::take_changes`].
+    pub fn has_changes(&self) -> bool {
+        !self.changed.is_empty()
+    }
+
+    /// The entries added or changed since the last call, as they are now.
+    pub fn take_changes(&mut self) -> Vec<DsoUpdate> {
+        let mut ids = std::mem::take(&mut self.changed);
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter()
+            .map(|id| {
+                let d = &self.list[id as usize];
+                DsoUpdate {
+                    id,
+                    name: d.name.to_string(),
+                    kind: d.kind,
+                    build_id: d.build_id.clone(),
+                    ref_reloc: d.ref_reloc.as_ref().map(|(n, a)| (n.to_string(), *a)),
+                }
+            })
+            .collect()
+    }
+
+    /// Applies an update taken from another table (entries arrive in id
+    /// order, so a new one is always the next id).
+    pub fn apply(&mut self, u: DsoUpdate) {
+        let id = if (u.id as usize) < self.list.len() { u.id } else { self.findnew(&u.name, u.kind) };
+        let d = &mut self.list[id as usize];
+        d.build_id = u.build_id;
+        d.ref_reloc = u.ref_reloc.map(|(n, a)| (n.into(), a));
+        self.changed.clear();
     }
 
     pub fn find(&self, name: &str) -> Option<DsoId> {
@@ -81,10 +130,12 @@ impl Dsos {
 
     pub fn set_build_id(&mut self, id: DsoId, build_id: Vec<u8>) {
         self.list[id as usize].build_id = Some(build_id);
+        self.changed.push(id);
     }
 
     pub fn set_ref_reloc(&mut self, id: DsoId, name: &str, addr: u64) {
         self.list[id as usize].ref_reloc = Some((name.into(), addr));
+        self.changed.push(id);
     }
 
     pub fn len(&self) -> usize {

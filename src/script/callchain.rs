@@ -8,12 +8,16 @@
 //!  \____ ip ______/ \___________ the same for every sample _________/
 //! ```
 //!
+//! The work is split in two (see [`super::output`]): the reading side
+//! walks the callchain and finds each address's map in the thread's
+//! address space at that moment, and leaves a [`FrameJob`] in the output
+//! where the line goes; the printing side, on its own thread, looks the
+//! symbol up and formats the line ([`FramePrinter`]).
+//!
 //! The part after the address depends only on the DSO, the address inside
 //! it and the output fields, so it is formatted once and kept in a cache
-//! keyed by (output type, DSO, DSO address). An address with inline frames
-//! prints several lines, each starting with the same address; the cached
-//! text marks the start of every line with a NUL byte (which no symbol,
-//! file or DSO name can contain), where the address goes.
+//! keyed by (fields, DSO, DSO address). An address with inline frames
+//! prints several lines, each starting with the same address.
 //!
 //! Some text must not be cached: the `(cookie)` frame of a deferred
 //! sample, `srcline` (binutils' answers depend on which compilation units
@@ -24,56 +28,35 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::Write;
 
 use super::fields::IpOpts;
+use super::output::Job;
 use super::{Script, context, format};
 use crate::machine::maps::{DsoId, Map};
-use crate::machine::CpuMode;
-use crate::symbols::Symbol;
+use crate::machine::{CpuMode, Dsos};
+use crate::symbols::{Symbol, Symbolizer};
 
-/// Marks where a line starts (and the address is printed).
-const LINE: u8 = 0;
-
-/// (output type, DSO or `NO_DSO`, address in the DSO).
-type FrameKey = (u8, DsoId, u64);
-const NO_DSO: DsoId = DsoId::MAX;
-
-/// Formatted frames by [`FrameKey`].
-pub(super) type FrameCache = HashMap<FrameKey, Box<[u8]>, BuildHasherDefault<KeyHasher>>;
-
-/// A multiply-xorshift hasher for the small fixed-size keys of the frame
-/// cache: SipHash's DoS resistance buys nothing here and costs a lot per
-/// callchain entry.
-#[derive(Default)]
-pub(super) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        let h = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        h ^ (h >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(23) ^ v).wrapping_mul(0x2545_f491_4f6c_dd1d);
-    }
+/// One address to print, as the reading side resolved it.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameJob {
+    pub ip: u64,
+    /// The map `ip` fell in when the sample was printed.
+    pub map: Option<Map>,
+    pub opts: IpOpts,
+    /// A callchain line (`\t` + address + symbol ... + `\n`), or the
+    /// sample's own address on the sample line (no tab, no newline).
+    pub style: LineStyle,
+    /// Print `(cookie)` for the symbol (a deferred sample's cookie frame).
+    pub cookie: bool,
 }
 
-impl<W: Write> Script<W> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineStyle {
+    Callchain,
+    SampleIp,
+}
+
+impl Script {
     /// Prints the lines of a callchain (after the sample line's `\n`).
     /// Context markers switch the address space; an unknown marker makes
     /// perf discard what it resolved and print an empty callchain.
@@ -108,50 +91,136 @@ impl<W: Write> Script<W> {
                 continue;
             }
             seen += 1;
-            self.print_frame(tid, mode, ip, ty, opts, cookie);
+            let map = self.find_map(tid, mode, ip);
+            self.frame(FrameJob { ip, map, opts, style: LineStyle::Callchain, cookie: cookie == Some(ip) });
         }
     }
 
-    /// The line(s) of one callchain address: the inline chain when perf
-    /// would show one, else the symbol.
-    fn print_frame(&mut self, tid: i32, mode: CpuMode, ip: u64, ty: usize, opts: IpOpts, cookie: Option<u64>) {
-        let map = self.find_map(tid, mode, ip);
+    /// Leaves a line for the printing side, after telling it about DSOs
+    /// that appeared or changed since the last one.
+    pub(super) fn frame(&mut self, job: FrameJob) {
+        if self.machine.dsos.has_changes() {
+            for u in self.machine.dsos.take_changes() {
+                self.out.push(self.buf.len(), Job::Dso(Box::new(u)));
+            }
+        }
+        self.out.push(self.buf.len(), Job::Frame(job));
+    }
+}
+
+/// (fields, line style, DSO or `NO_DSO`, address in the DSO).
+type FrameKey = (u8, DsoId, u64);
+const NO_DSO: DsoId = DsoId::MAX;
+
+/// A multiply-rotate hasher for the small fixed-size keys of the frame
+/// cache: SipHash's DoS resistance buys nothing here and costs a lot per
+/// callchain entry.
+#[derive(Default)]
+pub(super) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^ (h >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(23) ^ v).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    }
+}
+
+/// The printing side: symbols, DSO names and the formatted-line cache.
+pub struct FramePrinter {
+    symbolizer: Symbolizer,
+    /// A copy of the reading side's DSO table, kept current by
+    /// [`Job::Dso`] entries.
+    dsos: Dsos,
+    cache: HashMap<FrameKey, Box<[u8]>, BuildHasherDefault<KeyHasher>>,
+    text: Vec<u8>,
+}
+
+/// Marks where a line starts (and the address is printed) in text being
+/// formatted; no symbol, file or DSO name can contain it.
+const LINE: u8 = 0;
+
+impl FramePrinter {
+    pub fn new(symbolizer: Symbolizer) -> FramePrinter {
+        FramePrinter { symbolizer, dsos: Dsos::default(), cache: Default::default(), text: Vec::new() }
+    }
+
+    pub fn update_dso(&mut self, u: crate::machine::dsos::DsoUpdate) {
+        self.dsos.apply(u);
+    }
+
+    /// Appends the line(s) of `job` to `out`.
+    pub fn print(&mut self, out: &mut Vec<u8>, job: &FrameJob) {
+        let FrameJob { ip, map, opts, style, cookie } = *job;
         let key: FrameKey = match &map {
-            Some(m) => (ty as u8, m.dso, m.map_ip(ip)),
-            None => (ty as u8, NO_DSO, 0),
+            Some(m) => (opts.bits() | (u8::from(style == LineStyle::SampleIp) << 7), m.dso, m.map_ip(ip)),
+            None => (opts.bits() | (u8::from(style == LineStyle::SampleIp) << 7), NO_DSO, 0),
         };
-        let cacheable = cookie != Some(ip) && !opts.srcline;
-        if cacheable && let Some(text) = self.frame_cache.get(&key) {
-            expand(&mut self.buf, text, ip, opts.ip);
+        let cacheable = !cookie && !opts.srcline;
+        if cacheable && let Some(text) = self.cache.get(&key) {
+            expand(out, text, ip, opts.ip, style);
             return;
         }
-        let mut text = std::mem::take(&mut self.frame_text);
+        let mut text = std::mem::take(&mut self.text);
         text.clear();
-        let stable = self.format_frame(&mut text, map.as_ref(), ip, opts, cookie);
+        let stable = self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
         let encoded = encode(&text);
-        expand(&mut self.buf, &encoded, ip, opts.ip);
+        expand(out, &encoded, ip, opts.ip, style);
         if cacheable && stable {
-            self.frame_cache.insert(key, encoded);
+            self.cache.insert(key, encoded);
         }
-        self.frame_text = text;
+        self.text = text;
     }
 
     /// Formats the lines of `ip` into `out`, each starting with [`LINE`];
     /// false if the text may differ next time (see the module doc).
-    fn format_frame(&mut self, out: &mut Vec<u8>, map: Option<&Map>, ip: u64, opts: IpOpts, cookie: Option<u64>) -> bool {
-        let sym = map.and_then(|m| self.symbolizer.find_symbol(&self.machine.dsos, m, ip));
+    fn format(&mut self, out: &mut Vec<u8>, map: Option<&Map>, ip: u64, opts: IpOpts, style: LineStyle, cookie: bool) -> bool {
+        let sym = map.and_then(|m| self.symbolizer.find_symbol(&self.dsos, m, ip));
         let mut stable = !self.symbolizer.last_lookup_transient();
+        if style == LineStyle::SampleIp {
+            // perf's `sample__fprintf_sym` for a sample without callchain.
+            let addr = map.map(|m| m.map_ip(ip)).unwrap_or(ip);
+            out.push(LINE);
+            if opts.sym {
+                out.push(b' ');
+                stable &= symname(out, sym.as_ref(), map, addr, opts.symoff);
+            }
+            if opts.dso {
+                self.dsoname(out, map, opts.dsoff, addr);
+            }
+            if opts.srcline {
+                self.srcline(out, map, ip, sym.as_ref());
+            }
+            return stable;
+        }
         let addr = map.map(|m| m.map_ip(ip)).unwrap_or(0);
         if self.symbolizer.config.inline
             && let (Some(m), Some(s)) = (map, sym.as_ref())
         {
-            let inlines = self.symbolizer.inlines(&self.machine.dsos, m, ip, s);
+            let inlines = self.symbolizer.inlines(&self.dsos, m, ip, s);
             if !inlines.is_empty() {
                 for e in inlines.iter() {
                     out.push(LINE);
                     if opts.sym {
                         out.push(b' ');
-                        if cookie == Some(ip) {
+                        if cookie {
                             out.extend_from_slice(b"(cookie)");
                         } else {
                             let sym = Symbol { name: e.name.clone(), start: s.start, end: s.end };
@@ -176,7 +245,7 @@ impl<W: Write> Script<W> {
         out.push(LINE);
         if opts.sym {
             out.push(b' ');
-            if cookie == Some(ip) {
+            if cookie {
                 out.extend_from_slice(b"(cookie)");
             } else {
                 stable &= symname(out, sym.as_ref(), map, addr, opts.symoff);
@@ -185,25 +254,21 @@ impl<W: Write> Script<W> {
         if opts.dso {
             self.dsoname(out, map, opts.dsoff, addr);
         }
-        if opts.srcline
-            && let Some(m) = map
-            && let Some(line) = self.symbolizer.srcline(&self.machine.dsos, m, ip, None)
-        {
-            out.extend_from_slice(b"\n  ");
-            out.extend_from_slice(line.as_bytes());
+        if opts.srcline {
+            self.srcline(out, map, ip, None);
         }
         out.push(b'\n');
         stable
     }
 
     /// perf's `map__fprintf_dsoname_dsoff`: ` (name)` or ` (name+0xoff)`.
-    pub(super) fn dsoname(&mut self, out: &mut Vec<u8>, map: Option<&Map>, dsoff: bool, addr: u64) {
+    fn dsoname(&mut self, out: &mut Vec<u8>, map: Option<&Map>, dsoff: bool, addr: u64) {
         out.extend_from_slice(b" (");
         match map {
             Some(m) => {
-                let dso = self.machine.dsos.get(m.dso);
+                let dso = self.dsos.get(m.dso);
                 out.extend_from_slice(dso.name.as_bytes());
-                if dsoff && self.symbolizer.is_object_file(&self.machine.dsos, m.dso) {
+                if dsoff && self.symbolizer.is_object_file(&self.dsos, m.dso) {
                     out.extend_from_slice(b"+0x");
                     format::hex(out, addr, 0);
                 }
@@ -212,11 +277,21 @@ impl<W: Write> Script<W> {
         }
         out.push(b')');
     }
+
+    /// perf's `map__fprintf_srcline` with the `"\n  "` prefix.
+    fn srcline(&mut self, out: &mut Vec<u8>, map: Option<&Map>, ip: u64, sym: Option<&Symbol>) {
+        if let Some(m) = map
+            && let Some(line) = self.symbolizer.srcline(&self.dsos, m, ip, sym)
+        {
+            out.extend_from_slice(b"\n  ");
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
 }
 
 /// perf's `__symbol__fprintf_symname_offs`; false if the offset was taken
 /// from the map's start (so the text belongs to this map only).
-pub(super) fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64, offsets: bool) -> bool {
+fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64, offsets: bool) -> bool {
     match sym {
         Some(s) => {
             out.extend_from_slice(s.name.as_bytes());
@@ -250,19 +325,23 @@ fn encode(text: &[u8]) -> Box<[u8]> {
     out.into_boxed_slice()
 }
 
-/// Copies encoded frame text to `buf`, with `\t` and the address at the
-/// start of each line when the `ip` field is shown.
-fn expand(buf: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool) {
+/// Copies encoded frame text to `out`, each line after the address when
+/// the `ip` field is shown (`\t` first on callchain lines).
+fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: LineStyle) {
     let mut prefix = [b'\t'; 17];
     if show_ip {
         format::hex16(&mut prefix[1..], ip);
     }
-    let prefix = if show_ip { &prefix[..] } else { &[][..] };
+    let prefix = match (show_ip, style) {
+        (false, _) => &[][..],
+        (true, LineStyle::Callchain) => &prefix[..],
+        (true, LineStyle::SampleIp) => &prefix[1..],
+    };
     while let Some((len, rest)) = text.split_first_chunk::<4>() {
         let (line, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
-        buf.reserve(prefix.len() + line.len());
-        buf.extend_from_slice(prefix);
-        buf.extend_from_slice(line);
+        out.reserve(prefix.len() + line.len());
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(line);
         text = rest;
     }
 }

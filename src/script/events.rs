@@ -10,7 +10,6 @@
 //! fe      13825   751.578445: PERF_RECORD_MMAP2 13825/13825: [0x5627aadac000(0x1000) @ 0x1000 fe:00 10010724 3606345327]: r-xp /tmp/...
 //! ```
 
-use std::io::Write;
 
 use super::{Script, format};
 use crate::perf_data::evlist::Evlist;
@@ -22,7 +21,7 @@ const PROT_WRITE: u32 = 2;
 const PROT_EXEC: u32 = 4;
 const MAP_SHARED: u32 = 1;
 
-impl<W: Write> Script<W> {
+impl Script {
     /// perf script's `print_event_with_time`: `pid`/`tid` name the thread
     /// whose comm is printed; `time` stands in for the sample_id time when
     /// the event has none.

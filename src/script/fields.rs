@@ -398,6 +398,11 @@ impl IpOpts {
             srcline: fields & f::SRCLINE != 0,
         }
     }
+
+    /// The options as six bits (for cache keys).
+    pub fn bits(self) -> u8 {
+        [self.ip, self.sym, self.dso, self.dsoff, self.symoff, self.srcline].iter().enumerate().map(|(i, &b)| u8::from(b) << i).sum()
+    }
 }
 
 #[cfg(test)]

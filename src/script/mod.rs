@@ -11,6 +11,7 @@
 
 mod callchain;
 mod events;
+mod output;
 pub mod fields;
 pub mod filter;
 pub mod format;
@@ -29,7 +30,7 @@ use crate::perf_data::sample::{Sample, SampleId};
 use crate::perf_data::{Error, Result};
 use crate::session::deferred::{StitchStats, Stitcher};
 use crate::session::{Context, Event, Tool};
-use crate::symbols::{Symbol, Symbolizer};
+use crate::symbols::Symbolizer;
 use crate::tracepoint::TracingData;
 
 use fields::{IpOpts, OutputFields, f, output_type};
@@ -106,20 +107,18 @@ struct PrintAs {
 }
 
 /// The `perf script` tool: keeps the machine current and prints samples.
-pub struct Script<W: Write> {
+pub struct Script {
     opts: ScriptOptions,
     pub machine: Machine,
     pub symbolizer: Symbolizer,
-    out: W,
+    /// The printer thread; `buf` is the text for it.
+    out: output::Output,
     buf: Vec<u8>,
     use_callchain: bool,
     /// Per output type: fields were checked against an event of that type.
     checked: [bool; fields::NR_TYPES],
     ip_opts: [IpOpts; fields::NR_TYPES],
     name_width: Option<usize>,
-    /// Formatted callchain entries (see [`callchain`]).
-    frame_cache: callchain::FrameCache,
-    frame_text: Vec<u8>,
     stitcher: Stitcher,
     merged: Vec<u64>,
     endian: crate::perf_data::bytes::Endian,
@@ -135,24 +134,21 @@ pub struct Script<W: Write> {
     combined_sample_type: u64,
 }
 
-const FLUSH_AT: usize = 1 << 20;
-
-impl<W: Write> Script<W> {
-    pub fn new(opts: ScriptOptions, symbolizer: Symbolizer, out: W) -> Script<W> {
+impl Script {
+    /// Starts the printer thread (see [`output`]) writing to `out`.
+    pub fn new<W: Write + Send + 'static>(opts: ScriptOptions, symbolizer: Symbolizer, out: W) -> Script {
         let use_callchain = !opts.hide_call_graph;
         let filters = opts.filters.clone();
         Script {
             opts,
             machine: Machine::new(),
+            out: output::Output::start(out, symbolizer.config.clone(), symbolizer.build_id_pairs()),
             symbolizer,
-            out,
-            buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
+            buf: Vec::new(),
             use_callchain,
             checked: [false; fields::NR_TYPES],
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
-            frame_cache: Default::default(),
-            frame_text: Vec::new(),
             stitcher: Stitcher::default(),
             merged: Vec::new(),
             endian: crate::perf_data::bytes::Endian::NATIVE,
@@ -245,17 +241,19 @@ impl<W: Write> Script<W> {
         self.flush()
     }
 
-    /// Writes out what is buffered.
+    /// Writes out everything printed so far.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        self.out.flush()
+        self.out.flush(&mut self.buf)
     }
 
+    /// Hands a full batch to the printer; stops everything once writing
+    /// failed (a closed pipe).
     fn maybe_flush(&mut self) -> Result<()> {
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf).map_err(Error::io)?;
-            self.buf.clear();
+        if self.out.full(&self.buf) {
+            self.out.send(&mut self.buf);
+        }
+        if self.out.failed() {
+            self.flush().map_err(Error::io)?;
         }
         Ok(())
     }
@@ -538,33 +536,7 @@ impl<W: Write> Script<W> {
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
     fn print_ip_line(&mut self, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
         let map = self.find_map(tid, mode, ip);
-        let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&self.machine.dsos, m, ip));
-        let addr = map.map(|m| m.map_ip(ip)).unwrap_or(ip);
-        if opts.ip {
-            format::hex(&mut self.buf, ip, 16);
-        }
-        if opts.sym {
-            self.buf.push(b' ');
-            callchain::symname(&mut self.buf, sym.as_ref(), map.as_ref(), addr, opts.symoff);
-        }
-        if opts.dso {
-            let mut buf = std::mem::take(&mut self.buf);
-            self.dsoname(&mut buf, map.as_ref(), opts.dsoff, addr);
-            self.buf = buf;
-        }
-        if opts.srcline {
-            self.srcline(map.as_ref(), ip, sym.as_ref());
-        }
-    }
-
-    /// perf's `map__fprintf_srcline` with the `"\n  "` prefix.
-    fn srcline(&mut self, map: Option<&Map>, ip: u64, sym: Option<&Symbol>) {
-        if let Some(m) = map {
-            if let Some(line) = self.symbolizer.srcline(&self.machine.dsos, m, ip, sym) {
-                self.buf.extend_from_slice(b"\n  ");
-                self.buf.extend_from_slice(line.as_bytes());
-            }
-        }
+        self.frame(callchain::FrameJob { ip, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
     }
 }
 
@@ -596,7 +568,7 @@ fn is_dummy(attr: &Attr) -> bool {
     attr.type_ == event_type::SOFTWARE && attr.config == 9
 }
 
-impl<W: Write> Tool for Script<W> {
+impl Tool for Script {
     fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
         let rec = &ev.record;
         let trailer = ctx.evlist.evsels[ev.evsel].attr.id_hdr_size();
@@ -720,7 +692,7 @@ impl<W: Write> Tool for Script<W> {
     }
 }
 
-impl<W: Write> Script<W> {
+impl Script {
     pub fn comm_of(&self, tid: i32) -> Option<Rc<str>> {
         self.machine.thread(tid).map(|t| t.comm())
     }

@@ -214,7 +214,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
 
     #[test]
     fn last_alias_wins_and_modules_go() {
-        let t = load(SAMPLE, Some(("_text", 0xffffffff81000000))).unwrap();
+        let mut t = load(SAMPLE, Some(("_text", 0xffffffff81000000))).unwrap();
         let v: Vec<_> = t.iter().map(|s| (s.name().to_string(), s.start, s.end)).collect();
         assert_eq!(v[0], ("_text".to_string(), 0xffffffff81000000, 0xffffffff81000040));
         assert_eq!(v[1], ("helper".to_string(), 0xffffffff81000040, 0xffffffff81000100));
@@ -237,7 +237,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
 
     #[test]
     fn relocation_and_missing_reference() {
-        let t = load(SAMPLE, Some(("_text", 0xffffffff80000000))).unwrap();
+        let mut t = load(SAMPLE, Some(("_text", 0xffffffff80000000))).unwrap();
         assert_eq!(t.first().unwrap().start, 0xffffffff80000000);
         assert!(load(SAMPLE, Some(("_nothere", 1))).is_none());
     }

@@ -370,7 +370,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
     let Some((header_size, mut entry_size)) = plt_sizes(elf, &plt) else { return };
     let plt_name: Rc<str> = ".plt".into();
     loaded.syms.insert(Sym::new(plt.sh_offset, header_size, elf::STB_GLOBAL, elf::STT_FUNC, plt_name.clone()));
-    let plt_sym_key = |t: &super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && Rc::ptr_eq(s.shared_name(), &plt_name));
+    let plt_sym_key = |t: &mut super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && Rc::ptr_eq(s.shared_name(), &plt_name));
     if is_x86(elf) && !synthesize_plt_got(loaded, elf, search) {
         return;
     }
@@ -379,7 +379,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
             let sec = sec.clone();
             let Some((_, e)) = plt_sizes(elf, &sec) else { return };
             entry_size = e;
-            if let Some(i) = plt_sym_key(&loaded.syms) {
+            if let Some(i) = plt_sym_key(&mut loaded.syms) {
                 loaded.syms.get_mut(i).end = plt.sh_offset.wrapping_add(plt.sh_size);
             }
             (sec.sh_offset, false)
@@ -416,7 +416,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
     let mut relocs = elf.relocations(&rel);
     if lazy {
         if nr_entries.wrapping_mul(entry_size) == plt.sh_size {
-            if let Some(i) = plt_sym_key(&loaded.syms) {
+            if let Some(i) = plt_sym_key(&mut loaded.syms) {
                 loaded.syms.remove(i);
             }
         } else {
@@ -442,7 +442,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
 
 /// perf's `get_ifunc_name`: an IRELATIVE PLT slot is named after the IFUNC
 /// symbol its addend points to.
-fn ifunc_name(loaded: &Loaded, elf: &Elf, r: &elf::Reloc, is_rela: bool) -> Option<String> {
+fn ifunc_name(loaded: &mut Loaded, elf: &Elf, r: &elf::Reloc, is_rela: bool) -> Option<String> {
     if !(elf.e_machine == elf::EM_X86_64 && is_rela && r.r_type == elf::R_X86_64_IRELATIVE) {
         return None;
     }
@@ -620,7 +620,7 @@ mod tests {
     fn perf_map_lines() {
         let dir = std::env::temp_dir().join(format!("pstitch-perfmap-{}", std::process::id()));
         std::fs::write(&dir, "1000 20 jitted_fn\n2000 8 other one\nbad\n").unwrap();
-        let t = load_perf_map(&dir);
+        let mut t = load_perf_map(&dir);
         std::fs::remove_file(&dir).ok();
         let v: Vec<_> = t.iter().map(|s| (s.start, s.end, s.name().to_string())).collect();
         assert_eq!(v, vec![(0x1000, 0x1020, "jitted_fn".into()), (0x2000, 0x2008, "other one".into())]);
@@ -638,7 +638,7 @@ mod tests {
         // of the symfs copy when the perf.data has none).
         let symfs = fixtures();
         let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
-        let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
+        let mut l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
         let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
         assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
         let names: Vec<&str> = l.syms.iter().map(|s| s.name()).collect();
@@ -656,14 +656,15 @@ mod tests {
     fn executable_symbols_and_plt() {
         let symfs = fixtures();
         let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
-        let l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
-        let find = |n: &str| l.syms.iter().find(|s| s.name() == n).cloned();
+        let mut l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
+        let all: Vec<_> = l.syms.iter().cloned().collect();
+        let find = |n: &str| all.iter().find(|s| s.name() == n).cloned();
         assert!(find("sim::World::energy() const").is_some());
         assert!(find("memcmp@plt").is_some());
         let main = find("main").expect("main");
         // Symbols are file offsets (ET_DYN, p_vaddr == p_offset here).
         assert_eq!(l.syms.find(main.start + 1).map(|s| s.name()), Some("main"));
-        let raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
+        let mut raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
         assert!(raw.syms.iter().any(|s| s.name() == "_ZNK3sim5World6energyEv"));
     }
 

@@ -121,6 +121,16 @@ impl Symbolizer {
         }
     }
 
+    /// The BUILD_ID table as (file name, build id) pairs, to give another
+    /// symbolizer.
+    pub fn build_id_pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.build_ids.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    pub fn set_build_id_pairs(&mut self, pairs: Vec<(Vec<u8>, Vec<u8>)>) {
+        self.build_ids.extend(pairs);
+    }
+
     /// perf uses `<symfs>/.debug` as the build-id cache when a symfs is
     /// given (`symbol__config_symfs`).
     fn buildid_dir(&self) -> Option<PathBuf> {
@@ -265,8 +275,9 @@ impl Symbolizer {
     /// (first symbol's start, last symbol's end), if it has symbols.
     pub fn kernel_map_range(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> Option<(u64, u64)> {
         let st = self.state(dsos, dso);
-        let syms = &st.loaded.syms;
-        Some((syms.first()?.start, syms.last()?.end))
+        let syms = &mut st.loaded.syms;
+        let start = syms.first()?.start;
+        Some((start, syms.last()?.end))
     }
 
     /// perf's `dso__is_object_file`: false only for DSOs whose symbols came

@@ -84,71 +84,158 @@ impl Sym {
     }
 }
 
-/// A DSO's symbols in perf's red-black tree (see [`super::rbtree`] for why
-/// the tree's shape matters), with perf's insertion, fixups and lookup.
+/// A DSO's symbols with perf's insertion, fixups and lookup.
+///
+/// perf keeps symbols in a red-black tree and looks an address up by
+/// walking it from the root (`symbols__find`). The symbols in address order
+/// are just a stable sort of the insertions (perf sends an equal address to
+/// the right), and while the symbols do not overlap the walk finds exactly
+/// what a binary search over that order finds, whatever the tree's shape.
+/// So pstitch keeps the sorted order, and rebuilds perf's tree (replaying
+/// every insertion and erasure, see [`super::rbtree`]) only for a table
+/// with overlapping symbols, where the shape decides the answer.
+///
+/// ```text
+///  syms   [s0 s1 s2 s3 s4]        arena, in insertion order (NodeId = index)
+///  order  [s2 s0 s4 s1]           live ids by (start, insertion); s3 erased
+///  log    [+0 +1 +2 +3 -3 +4]     for the tree, built only when needed
+/// ```
 #[derive(Debug, Default, Clone)]
 pub struct SymTab {
-    tree: RbTree<Sym>,
+    syms: Vec<Sym>,
+    live: Vec<bool>,
+    /// Live ids in address order, once `unsorted` is merged in.
+    order: Vec<NodeId>,
+    /// Ids inserted since `order` was last brought up to date.
+    unsorted: Vec<NodeId>,
+    /// Insertions (`id`) and erasures (`id | ERASED`) in the order done.
+    log: Vec<u32>,
+    /// perf's tree, with the log replayed up to `replayed`.
+    exact: Option<RbTree<()>>,
+    replayed: usize,
+    /// Whether live symbols overlap (`None`: not known since the last
+    /// change).
+    overlaps: Option<bool>,
 }
+
+const ERASED: u32 = 1 << 31;
 
 impl SymTab {
     pub fn is_empty(&self) -> bool {
-        self.tree.is_empty()
+        self.len() == 0
     }
 
     pub fn len(&self) -> usize {
-        self.tree.len()
+        self.order.len() + self.unsorted.len()
     }
 
-    /// perf's `symbols__insert`: descend left while the new start is below
-    /// the node's, so equal addresses end up after the ones present.
+    /// perf's `symbols__insert`: equal addresses end up after the ones
+    /// present.
     pub fn insert(&mut self, sym: Sym) -> NodeId {
-        self.tree.insert(sym.start, sym)
+        let id = self.syms.len() as NodeId;
+        self.syms.push(sym);
+        self.live.push(true);
+        self.log.push(id);
+        self.unsorted.push(id);
+        self.overlaps = None;
+        id
     }
 
     /// Inserts symbols one after the other, in the order given.
     pub fn insert_all(&mut self, new: Vec<Sym>) {
+        self.syms.reserve(new.len());
         for s in new {
             self.insert(s);
         }
+        self.sync();
+    }
+
+    /// Merges the recent insertions into `order`.
+    fn sync(&mut self) {
+        if self.unsorted.is_empty() {
+            return;
+        }
+        let syms = &self.syms;
+        let key = |&id: &NodeId| (syms[id as usize].start, id);
+        let mut new = std::mem::take(&mut self.unsorted);
+        new.sort_unstable_by_key(key);
+        if self.order.last().is_none_or(|l| key(l) < key(&new[0])) {
+            self.order.extend_from_slice(&new);
+        } else {
+            let old = std::mem::take(&mut self.order);
+            let mut merged = Vec::with_capacity(old.len() + new.len());
+            let (mut i, mut j) = (0, 0);
+            while i < old.len() && j < new.len() {
+                if key(&old[i]) < key(&new[j]) {
+                    merged.push(old[i]);
+                    i += 1;
+                } else {
+                    merged.push(new[j]);
+                    j += 1;
+                }
+            }
+            merged.extend_from_slice(&old[i..]);
+            merged.extend_from_slice(&new[j..]);
+            self.order = merged;
+        }
+        new.clear();
+        self.unsorted = new;
     }
 
     /// Symbols in address order (equal addresses in insertion order).
-    pub fn iter(&self) -> impl Iterator<Item = &Sym> + '_ {
-        self.tree.iter()
+    pub fn iter(&mut self) -> impl Iterator<Item = &Sym> + '_ {
+        self.sync();
+        self.order.iter().map(|&id| &self.syms[id as usize])
     }
 
-    pub fn first(&self) -> Option<&Sym> {
-        self.tree.first().map(|id| self.tree.get(id))
+    pub fn first(&mut self) -> Option<&Sym> {
+        self.sync();
+        self.order.first().map(|&id| &self.syms[id as usize])
     }
 
-    pub fn last(&self) -> Option<&Sym> {
-        self.tree.last().map(|id| self.tree.get(id))
+    pub fn last(&mut self) -> Option<&Sym> {
+        self.sync();
+        self.order.last().map(|&id| &self.syms[id as usize])
     }
 
+    /// The symbol `id` (its start must not change: it is the tree's key).
     pub fn get_mut(&mut self, id: NodeId) -> &mut Sym {
-        self.tree.get_mut(id)
+        self.overlaps = None;
+        &mut self.syms[id as usize]
     }
 
     /// The node of the first symbol (in address order) matching `f`.
-    pub fn position(&self, mut f: impl FnMut(&Sym) -> bool) -> Option<NodeId> {
-        self.tree.ids().find(|&id| f(self.tree.get(id)))
+    pub fn position(&mut self, mut f: impl FnMut(&Sym) -> bool) -> Option<NodeId> {
+        self.sync();
+        self.order.iter().copied().find(|&id| f(&self.syms[id as usize]))
     }
 
     pub fn remove(&mut self, id: NodeId) {
-        self.tree.erase(id);
+        self.sync();
+        if let Some(i) = self.order.iter().position(|&x| x == id) {
+            self.order.remove(i);
+            self.erased(id);
+        }
+    }
+
+    /// Records the erasure of `id` (already taken out of `order`).
+    fn erased(&mut self, id: NodeId) {
+        self.live[id as usize] = false;
+        self.log.push(id | ERASED);
+        self.overlaps = None;
     }
 
     /// perf's `symbols__fixup_end`: a zero-sized symbol ends where the next
     /// one starts (kallsyms: not across the kernel/module boundary), the
     /// last one at the page after its start.
     pub fn fixup_end(&mut self, is_kallsyms: bool) {
-        let ids: Vec<NodeId> = self.tree.ids().collect();
-        let Some(&last) = ids.last() else { return };
-        for w in ids.windows(2) {
-            let curr = self.tree.get(w[1]);
+        self.sync();
+        self.overlaps = None;
+        let Some(&last) = self.order.last() else { return };
+        for w in self.order.windows(2) {
+            let curr = &self.syms[w[1] as usize];
             let (curr_start, curr_name) = (curr.start, is_kallsyms.then(|| curr.shared_name().clone()));
-            let prev = self.tree.get_mut(w[0]);
+            let prev = &mut self.syms[w[0] as usize];
             if prev.end != prev.start {
                 continue;
             }
@@ -165,39 +252,44 @@ impl SymTab {
                 _ => curr_start,
             };
         }
-        let l = self.tree.get_mut(last);
+        let l = &mut self.syms[last as usize];
         if l.end == l.start {
             l.end = roundup_page(l.start).wrapping_add(4096);
         }
     }
 
     /// perf's `symbols__fixup_duplicate`: of symbols at one address, keep
-    /// the one `choose_best_symbol` prefers, erasing the others from the
-    /// tree in the order perf does.
+    /// the one `choose_best_symbol` prefers, erasing the others in the
+    /// order perf does.
     pub fn fixup_duplicate(&mut self) {
-        let mut nd = self.tree.first();
-        while let Some(curr) = nd {
-            loop {
-                nd = self.tree.next(curr);
-                let Some(next) = nd else { return };
-                if self.tree.get(curr).start != self.tree.get(next).start {
-                    break;
+        self.sync();
+        let order = std::mem::take(&mut self.order);
+        let mut kept = Vec::with_capacity(order.len());
+        let mut it = order.iter().copied();
+        let Some(mut curr) = it.next() else { return };
+        for next in it {
+            let (c, n) = (&self.syms[curr as usize], &self.syms[next as usize]);
+            if c.start != n.start {
+                kept.push(curr);
+                curr = next;
+                continue;
+            }
+            if choose_best_symbol(c, n) {
+                if n.typ == STT_GNU_IFUNC {
+                    self.syms[curr as usize].ifunc_alias = true;
                 }
-                if choose_best_symbol(self.tree.get(curr), self.tree.get(next)) {
-                    if self.tree.get(next).typ == STT_GNU_IFUNC {
-                        self.tree.get_mut(curr).ifunc_alias = true;
-                    }
-                    self.tree.erase(next);
-                    // Compare the same symbol with its new successor.
-                    continue;
+                // Compare the same symbol with its new successor.
+                self.erased(next);
+            } else {
+                if c.typ == STT_GNU_IFUNC {
+                    self.syms[next as usize].ifunc_alias = true;
                 }
-                if self.tree.get(curr).typ == STT_GNU_IFUNC {
-                    self.tree.get_mut(next).ifunc_alias = true;
-                }
-                self.tree.erase(curr);
-                break;
+                self.erased(curr);
+                curr = next;
             }
         }
+        kept.push(curr);
+        self.order = kept;
     }
 
     /// perf's `symbols__find`: walk down from the root, left while the
@@ -205,24 +297,68 @@ impl SymTab {
     /// end; a zero-sized symbol matches its own address only. With
     /// overlapping symbols this is what perf finds, not necessarily the
     /// innermost or nearest symbol.
-    pub fn find_id(&self, ip: u64) -> Option<NodeId> {
-        let mut n = self.tree.root();
+    pub fn find_id(&mut self, ip: u64) -> Option<NodeId> {
+        self.sync();
+        if self.has_overlaps() {
+            return self.exact_find(ip);
+        }
+        // The last symbol starting at or below ip is the only candidate.
+        let i = self.order.partition_point(|&id| self.syms[id as usize].start <= ip);
+        let id = *self.order.get(i.checked_sub(1)?)?;
+        matches(&self.syms[id as usize], ip).then_some(id)
+    }
+
+    pub fn find(&mut self, ip: u64) -> Option<&Sym> {
+        let id = self.find_id(ip)?;
+        Some(&self.syms[id as usize])
+    }
+
+    /// Whether perf's walk could differ from a binary search: two symbols
+    /// whose ranges meet or share a start, or one that ends before it
+    /// starts (it still steers the walk).
+    fn has_overlaps(&mut self) -> bool {
+        if let Some(o) = self.overlaps {
+            return o;
+        }
+        let bad = |s: &Sym| s.end < s.start;
+        let o = self.order.windows(2).any(|w| {
+            let (a, b) = (&self.syms[w[0] as usize], &self.syms[w[1] as usize]);
+            bad(a) || a.start >= b.start || a.end > b.start
+        }) || self.order.last().is_some_and(|&l| bad(&self.syms[l as usize]));
+        self.overlaps = Some(o);
+        o
+    }
+
+    /// The walk over perf's tree, brought up to date first.
+    fn exact_find(&mut self, ip: u64) -> Option<NodeId> {
+        let tree = self.exact.get_or_insert_with(RbTree::default);
+        for &op in &self.log[self.replayed..] {
+            if op & ERASED != 0 {
+                tree.erase(op & !ERASED);
+            } else {
+                let id = tree.insert(self.syms[op as usize].start, ());
+                debug_assert_eq!(id, op);
+            }
+        }
+        self.replayed = self.log.len();
+        let mut n = tree.root();
         while let Some(id) = n {
-            let s = self.tree.get(id);
+            let s = &self.syms[id as usize];
             if ip < s.start {
-                n = self.tree.left(id);
+                n = tree.left(id);
             } else if ip > s.end || (ip == s.end && ip != s.start) {
-                n = self.tree.right(id);
+                n = tree.right(id);
             } else {
                 return Some(id);
             }
         }
         None
     }
+}
 
-    pub fn find(&self, ip: u64) -> Option<&Sym> {
-        self.find_id(ip).map(|id| self.tree.get(id))
-    }
+/// Whether perf's walk stops at `s` for `ip`.
+fn matches(s: &Sym, ip: u64) -> bool {
+    s.start <= ip && (ip < s.end || ip == s.start)
 }
 
 fn roundup_page(x: u64) -> u64 {
@@ -346,5 +482,59 @@ mod tests {
         assert_eq!(v[1], ("y".to_string(), 0x1100, 0x3000));
         assert_eq!(v[2], ("m\t[mod]".to_string(), 0x5000, 0x6000));
         assert_eq!(v[3], ("n\t[mod2]".to_string(), 0x6000, 0x7000));
+    }
+
+    /// The binary search over the sorted order answers what perf's tree
+    /// walk answers, on random tables with and without overlaps, through
+    /// insertions, fixups and erasures.
+    #[test]
+    fn lookups_match_perfs_tree_walk() {
+        let mut x: u64 = 0x2545f4914f6cdd1d;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut fast_rounds = 0;
+        for round in 0..300 {
+            let mut t = SymTab::default();
+            let sized = round % 3 != 0;
+            let mut batch = |t: &mut SymTab, rnd: &mut dyn FnMut(u64) -> u64| {
+                let n = 1 + rnd(60);
+                let v: Vec<Sym> = (0..n)
+                    .map(|i| {
+                        let start = rnd(400) * 4;
+                        let len = if sized { rnd(3) * 4 * (1 + rnd(3)) } else { 0 };
+                        s(start, len, [STB_GLOBAL, STB_WEAK, STB_LOCAL][rnd(3) as usize], &format!("s{round}_{i}"))
+                    })
+                    .collect();
+                t.insert_all(v);
+            };
+            batch(&mut t, &mut rnd);
+            if round % 2 == 0 {
+                t.fixup_end(false);
+                t.fixup_duplicate();
+            }
+            if round % 4 == 1 {
+                for _ in 0..rnd(20) {
+                    t.insert(s(rnd(400) * 4, rnd(2) * 8, STB_GLOBAL, "single"));
+                }
+            }
+            if round % 5 == 0 {
+                batch(&mut t, &mut rnd);
+                t.fixup_end(false);
+                t.fixup_duplicate();
+            }
+            if let Some(id) = t.position(|s| s.start % 3 == 0) {
+                t.remove(id);
+            }
+            for ip in (0..1700).step_by(2) {
+                let fast = t.find_id(ip);
+                assert_eq!(fast, t.exact_find(ip), "round {round}, ip {ip:#x}");
+            }
+            fast_rounds += usize::from(!t.has_overlaps());
+        }
+        assert!(fast_rounds >= 50, "only {fast_rounds} tables without overlaps");
     }
 }
