@@ -518,6 +518,8 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     }
     if args.verbose > 0 {
         print_stats(name, &session.stats, &script.stitch_stats());
+        let reading = crate::script::thread_cpu();
+        say(err, format_args!("  CPU time: {:.2} s reading, {:.2} s printing", reading.as_secs_f64(), script.printer_cpu().as_secs_f64()));
     }
     let st = script.stitch_stats();
     if st.flushed + st.unmerged + st.unmatched_records > 0 {

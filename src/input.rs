@@ -106,7 +106,9 @@ impl Input {
         if let Some(r) = self.stdin.take() {
             return RecordSource::Stream { reader: r, pos: PIPE_HEADER_SIZE as u64, endian };
         }
+        let mapped = matches!(self.bytes, Some(FileBytes::Mapped(_)));
         let bytes: &[u8] = self.bytes.as_deref().unwrap_or(&[]);
+        let drop_behind = mapped.then_some(0);
         match &self.info {
             Some(info) => RecordSource::Slice {
                 data: bytes,
@@ -114,8 +116,9 @@ impl Input {
                 end: info.data.end,
                 endian,
                 missing: info.data_missing,
+                drop_behind,
             },
-            None => RecordSource::Slice { data: bytes, pos: PIPE_HEADER_SIZE, end: bytes.len(), endian, missing: 0 },
+            None => RecordSource::Slice { data: bytes, pos: PIPE_HEADER_SIZE, end: bytes.len(), endian, missing: 0, drop_behind },
         }
     }
 }

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod cli;
+pub mod fasthash;
 pub mod fixture;
 pub mod input;
 pub mod machine;

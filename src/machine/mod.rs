@@ -11,7 +11,6 @@ pub mod dsos;
 pub mod maps;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 pub use dsos::{Dso, DsoKind, Dsos};
@@ -85,7 +84,7 @@ const MAX_FORK_MAP_COPIES: u64 = 1 << 24;
 
 #[derive(Debug)]
 pub struct Machine {
-    threads: HashMap<i32, Thread>,
+    threads: crate::fasthash::FastMap<i32, Thread>,
     pub dsos: Dsos,
     pub kernel_maps: Maps,
     /// Kernel DSOs whose map was already resized to their symbols.
@@ -110,7 +109,7 @@ impl Machine {
     /// registers it before reading.
     pub fn new() -> Machine {
         let mut m = Machine {
-            threads: HashMap::new(),
+            threads: Default::default(),
             dsos: Dsos::default(),
             kernel_maps: Maps::default(),
             kernel_loaded: Vec::new(),

@@ -8,7 +8,7 @@
 //! opened on); the attr section (file mode) or HEADER_ATTR records (pipe
 //! mode) list them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::attr::{Attr, event_type, flag};
 use super::bytes::Endian;
@@ -41,7 +41,7 @@ impl Evsel {
 #[derive(Debug, Clone, Default)]
 pub struct Evlist {
     pub evsels: Vec<Evsel>,
-    by_id: HashMap<u64, usize>,
+    by_id: crate::fasthash::FastMap<u64, usize>,
     /// Length of each evsel's printed name.
     name_lens: Vec<usize>,
     /// How many evsels have a name of each length.

@@ -53,12 +53,36 @@ fn trailing_payload(header: &RecordHeader, record: &[u8], endian: Endian) -> std
     n.checked_add(7).map(|n| n & !7).ok_or(())
 }
 
+/// How far behind the read position pages of a mapped input are kept.
+const KEEP_BEHIND: usize = 32 << 20;
+
+/// Gives back the pages of a read-only file mapping more than
+/// [`KEEP_BEHIND`] bytes behind `pos`, so that reading a large file does
+/// not hold all of it in memory. Records still queued for sorting may point
+/// there: the kernel reads such a page in again from the file if it is
+/// touched, with the same bytes.
+fn release_behind(data: &[u8], done: &mut usize, pos: usize) {
+    const STEP: usize = 8 << 20;
+    let upto = pos.saturating_sub(KEEP_BEHIND) & !(STEP - 1);
+    if upto >= *done + STEP {
+        // SAFETY: the range lies inside the mapping `data` (a read-only
+        // file mapping, page-aligned at offset 0, both ends multiples of
+        // the step); MADV_DONTNEED on it only drops cached pages.
+        unsafe {
+            libc::madvise(data.as_ptr().add(*done) as *mut libc::c_void, upto - *done, libc::MADV_DONTNEED);
+        }
+        *done = upto;
+    }
+}
+
 /// Where records come from.
 pub enum RecordSource<'a> {
     /// A range of a mapped file. `missing` is how many bytes of the data
     /// section the header promised beyond `end` (a truncated file): the
     /// source reports them as an error once the records present are read.
-    Slice { data: &'a [u8], pos: usize, end: usize, endian: Endian, missing: u64 },
+    /// `drop_behind`: `data` is a read-only file mapping whose pages below
+    /// this offset were given back (see [`release_behind`]).
+    Slice { data: &'a [u8], pos: usize, end: usize, endian: Endian, missing: u64, drop_behind: Option<usize> },
     /// A pipe or other non-seekable input.
     Stream { reader: Box<dyn Read + 'a>, pos: u64, endian: Endian },
 }
@@ -89,7 +113,10 @@ impl<'a> RecordSource<'a> {
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
         match self {
-            RecordSource::Slice { data, pos, end, endian, missing } => {
+            RecordSource::Slice { data, pos, end, endian, missing, drop_behind } => {
+                if let Some(done) = drop_behind {
+                    release_behind(data, done, *pos);
+                }
                 if *pos >= *end {
                     if *missing > 0 {
                         let m = std::mem::take(missing);
@@ -399,17 +426,17 @@ mod tests {
         rec.extend(0u16.to_le_bytes());
         rec.extend(4u16.to_le_bytes());
         {
-            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0 };
+            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None };
             let e = s.next_record().unwrap_err();
             assert_eq!(e.offset, Some(0));
         }
         rec[6] = 64;
         {
-            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0 };
+            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None };
             assert!(s.next_record().unwrap_err().message.contains("runs past"));
         }
         rec[6] = 12;
-        let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0 };
+        let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None };
         assert!(s.next_record().unwrap_err().message.contains("multiple of 8"));
     }
 

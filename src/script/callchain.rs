@@ -26,11 +26,10 @@
 //! symbol table failed to load half-way (perf reports the failure to that
 //! lookup only).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::fields::IpOpts;
-use super::output::Job;
+use crate::fasthash::FastMap;
+use super::output::Other;
 use super::{Script, context, format};
 use crate::machine::maps::{DsoId, Map};
 use crate::machine::{CpuMode, Dsos};
@@ -78,6 +77,9 @@ impl Script {
         let opts = self.ip_opts[ty];
         let mut mode = CpuMode::User;
         let mut seen = 0;
+        // The last map found in the kernel and in user space: neighbouring
+        // entries are mostly in the same one, and maps do not overlap.
+        let mut last: [Option<Map>; 2] = [None, None];
         for ip in chain {
             if seen >= max {
                 break;
@@ -91,7 +93,17 @@ impl Script {
                 continue;
             }
             seen += 1;
-            let map = self.find_map(tid, mode, ip);
+            let slot = usize::from(mode == CpuMode::Kernel);
+            let map = match last[slot] {
+                Some(m) if mode != CpuMode::Hypervisor && m.contains(ip) => Some(m),
+                _ => {
+                    let m = self.find_map(tid, mode, ip);
+                    if m.is_some() {
+                        last[slot] = m;
+                    }
+                    m
+                }
+            };
             self.frame(FrameJob { ip, map, opts, style: LineStyle::Callchain, cookie: cookie == Some(ip) });
         }
     }
@@ -99,12 +111,37 @@ impl Script {
     /// Leaves a line for the printing side, after telling it about DSOs
     /// that appeared or changed since the last one.
     pub(super) fn frame(&mut self, job: FrameJob) {
+        self.sync_dsos();
+        if let Some(m) = &job.map {
+            self.ship_symbols(m);
+        }
+        self.out.frame(self.buf.len(), &job);
+    }
+
+    /// Loads the symbols of `map`'s DSO the first time a line needs them
+    /// and hands them to the printer. The kernel's stay here too when
+    /// tracepoint text resolves kernel addresses (`%pS`).
+    fn ship_symbols(&mut self, map: &Map) {
+        let i = map.dso as usize;
+        if self.shipped.len() <= i {
+            self.shipped.resize(i + 1, false);
+        }
+        if self.shipped[i] {
+            return;
+        }
+        self.shipped[i] = true;
+        let keep = self.trace_resolver && self.machine.dsos.get(map.dso).kind == crate::machine::DsoKind::Kernel;
+        let shipped = self.symbolizer.ship(&self.machine.dsos, map.dso, Some(map), keep);
+        self.out.other(self.buf.len(), Other::Loaded(map.dso, Box::new(shipped)));
+    }
+
+    /// Tells the printing side about DSOs that appeared or changed.
+    pub(super) fn sync_dsos(&mut self) {
         if self.machine.dsos.has_changes() {
             for u in self.machine.dsos.take_changes() {
-                self.out.push(self.buf.len(), Job::Dso(Box::new(u)));
+                self.out.other(self.buf.len(), Other::Dso(Box::new(u)));
             }
         }
-        self.out.push(self.buf.len(), Job::Frame(job));
     }
 }
 
@@ -112,45 +149,29 @@ impl Script {
 type FrameKey = (u8, DsoId, u64);
 const NO_DSO: DsoId = DsoId::MAX;
 
-/// A multiply-rotate hasher for the small fixed-size keys of the frame
-/// cache: SipHash's DoS resistance buys nothing here and costs a lot per
-/// callchain entry.
-#[derive(Default)]
-pub(super) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        let h = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        h ^ (h >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(23) ^ v).wrapping_mul(0x2545_f491_4f6c_dd1d);
-    }
-}
-
 /// The printing side: symbols, DSO names and the formatted-line cache.
 pub struct FramePrinter {
     symbolizer: Symbolizer,
     /// A copy of the reading side's DSO table, kept current by
-    /// [`Job::Dso`] entries.
+    /// [`Other::Dso`] entries.
     dsos: Dsos,
-    cache: HashMap<FrameKey, Box<[u8]>, BuildHasherDefault<KeyHasher>>,
+    /// Formatted lines by key, as indexes into `texts`.
+    cache: FastMap<FrameKey, u32>,
+    texts: Vec<Box<[u8]>>,
+    /// A small direct-mapped copy of recently used `cache` entries: the
+    /// hot addresses of a recording (kernel entry paths, a program's main
+    /// loop) are looked up without touching the large table.
+    front: Box<[(FrameKey, u32)]>,
     text: Vec<u8>,
+}
+
+/// Entries in [`FramePrinter::front`] (a power of two).
+const FRONT: usize = 4096;
+const NO_KEY: FrameKey = (u8::MAX, NO_DSO, u64::MAX);
+
+fn front_slot(k: &FrameKey) -> usize {
+    let h = (k.2 ^ (u64::from(k.1) << 40) ^ (u64::from(k.0) << 56)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> (64 - FRONT.trailing_zeros())) as usize
 }
 
 /// Marks where a line starts (and the address is printed) in text being
@@ -159,11 +180,23 @@ const LINE: u8 = 0;
 
 impl FramePrinter {
     pub fn new(symbolizer: Symbolizer) -> FramePrinter {
-        FramePrinter { symbolizer, dsos: Dsos::default(), cache: Default::default(), text: Vec::new() }
+        FramePrinter {
+            symbolizer,
+            dsos: Dsos::default(),
+            cache: Default::default(),
+            texts: Vec::new(),
+            front: vec![(NO_KEY, 0); FRONT].into_boxed_slice(),
+            text: Vec::new(),
+        }
     }
 
     pub fn update_dso(&mut self, u: crate::machine::dsos::DsoUpdate) {
         self.dsos.apply(u);
+    }
+
+    /// Takes the symbols of `dso` the reading side loaded.
+    pub fn install(&mut self, dso: DsoId, shipped: crate::symbols::ShippedDso) {
+        self.symbolizer.install(dso, shipped);
     }
 
     /// Appends the line(s) of `job` to `out`.
@@ -174,9 +207,18 @@ impl FramePrinter {
             None => (opts.bits() | (u8::from(style == LineStyle::SampleIp) << 7), NO_DSO, 0),
         };
         let cacheable = !cookie && !opts.srcline;
-        if cacheable && let Some(text) = self.cache.get(&key) {
-            expand(out, text, ip, opts.ip, style);
-            return;
+        if cacheable {
+            let slot = front_slot(&key);
+            let (k, i) = self.front[slot];
+            if k == key {
+                expand(out, &self.texts[i as usize], ip, opts.ip, style);
+                return;
+            }
+            if let Some(&i) = self.cache.get(&key) {
+                self.front[slot] = (key, i);
+                expand(out, &self.texts[i as usize], ip, opts.ip, style);
+                return;
+            }
         }
         let mut text = std::mem::take(&mut self.text);
         text.clear();
@@ -184,7 +226,9 @@ impl FramePrinter {
         let encoded = encode(&text);
         expand(out, &encoded, ip, opts.ip, style);
         if cacheable && stable {
-            self.cache.insert(key, encoded);
+            let i = self.texts.len() as u32;
+            self.texts.push(encoded);
+            self.cache.insert(key, i);
         }
         self.text = text;
     }

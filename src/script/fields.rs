@@ -399,6 +399,12 @@ impl IpOpts {
         }
     }
 
+    /// The options from [`IpOpts::bits`].
+    pub fn from_bits(b: u8) -> IpOpts {
+        let bit = |i: u8| b & (1 << i) != 0;
+        IpOpts { ip: bit(0), sym: bit(1), dso: bit(2), dsoff: bit(3), symoff: bit(4), srcline: bit(5) }
+    }
+
     /// The options as six bits (for cache keys).
     pub fn bits(self) -> u8 {
         [self.ip, self.sym, self.dso, self.dsoff, self.symoff, self.srcline].iter().enumerate().map(|(i, &b)| u8::from(b) << i).sum()

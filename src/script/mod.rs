@@ -12,6 +12,7 @@
 mod callchain;
 mod events;
 mod output;
+pub use output::thread_cpu;
 pub mod fields;
 pub mod filter;
 pub mod format;
@@ -111,6 +112,8 @@ pub struct Script {
     opts: ScriptOptions,
     pub machine: Machine,
     pub symbolizer: Symbolizer,
+    /// DSOs whose symbols went to the printer (by DSO id).
+    shipped: Vec<bool>,
     /// The printer thread; `buf` is the text for it.
     out: output::Output,
     buf: Vec<u8>,
@@ -142,6 +145,7 @@ impl Script {
         Script {
             opts,
             machine: Machine::new(),
+            shipped: Vec::new(),
             out: output::Output::start(out, symbolizer.config.clone(), symbolizer.build_id_pairs()),
             symbolizer,
             buf: Vec::new(),
@@ -239,6 +243,11 @@ impl Script {
     pub fn write_through(&mut self, text: &[u8]) -> std::io::Result<()> {
         self.buf.extend_from_slice(text);
         self.flush()
+    }
+
+    /// CPU time of the printer thread so far (see [`output`]).
+    pub fn printer_cpu(&self) -> std::time::Duration {
+        self.out.printer_cpu()
     }
 
     /// Writes out everything printed so far.

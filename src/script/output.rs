@@ -20,25 +20,67 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use super::callchain::{FrameJob, FramePrinter};
+use super::callchain::{FrameJob, FramePrinter, LineStyle};
+use super::fields::IpOpts;
+use crate::machine::Map;
 use crate::machine::dsos::DsoUpdate;
-use crate::symbols::{SymbolConfig, Symbolizer};
+use crate::symbols::{ShippedDso, SymbolConfig, Symbolizer};
 
-/// Something the printing side does at a position in the text.
-pub enum Job {
-    Frame(FrameJob),
-    Dso(Box<DsoUpdate>),
+/// One entry of a batch: 16 bytes, as there is one per callchain line.
+/// `at` is the position in the batch's text where it applies.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    at: u32,
+    kind: JobKind,
+    /// Frame: the map slot ([`NO_MAP`]: no map). Map: the slot to set.
+    slot: u8,
+    /// Frame: the fields ([`IpOpts::bits`]).
+    opts: u8,
+    /// Frame: [`SAMPLE_IP`], [`COOKIE`].
+    flags: u8,
+    /// Frame: the address. Map, Other: the index in the batch's list.
+    arg: u64,
 }
 
-/// Text and the jobs at their positions in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobKind {
+    Frame,
+    Map,
+    Other,
+}
+
+const SAMPLE_IP: u8 = 1;
+const COOKIE: u8 = 2;
+const NO_MAP: u8 = u8::MAX;
+
+/// Maps are sent once into one of these slots (chosen by the map's start)
+/// and named by slot in the frames after that: both sides keep the same
+/// table.
+const MAP_SLOTS: usize = 64;
+
+fn map_slot(m: &Map) -> u8 {
+    ((m.start >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as u8
+}
+
+/// The rare jobs.
+pub enum Other {
+    Dso(Box<DsoUpdate>),
+    /// A DSO's symbols, loaded by the reading side when a line first needed
+    /// them (the reading side has time to spare, the printer has not).
+    Loaded(crate::machine::DsoId, Box<ShippedDso>),
+}
+
+/// Text, and the jobs at their positions in it.
 #[derive(Default)]
 struct Batch {
     text: Vec<u8>,
-    jobs: Vec<(usize, Job)>,
+    jobs: Vec<Job>,
+    maps: Vec<Map>,
+    others: Vec<Other>,
 }
 
 enum Msg {
@@ -58,11 +100,23 @@ const IN_FLIGHT: usize = 4;
 
 /// The reading side's end.
 pub struct Output {
-    jobs: Vec<(usize, Job)>,
+    batch: Batch,
+    /// What the printer's map slots hold.
+    slots: [Option<Map>; MAP_SLOTS],
     to_printer: Option<SyncSender<Msg>>,
     recycled: Receiver<Batch>,
     failed: Arc<AtomicBool>,
+    /// CPU time of the printer thread up to its last flush, in ns.
+    printer_cpu: Arc<AtomicU64>,
     printer: Option<JoinHandle<()>>,
+}
+
+/// CPU time the calling thread has used.
+pub fn thread_cpu() -> std::time::Duration {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 impl Output {
@@ -73,25 +127,52 @@ impl Output {
         let (recycle, recycled) = sync_channel::<Batch>(IN_FLIGHT + 2);
         let failed = Arc::new(AtomicBool::new(false));
         let flag = failed.clone();
+        let printer_cpu = Arc::new(AtomicU64::new(0));
+        let cpu = printer_cpu.clone();
         let printer = std::thread::Builder::new()
             .name("pstitch-print".into())
+            // Demangling a name at libiberty's limits nests ~1,000 deep; the
+            // main thread's 8 MiB, not a spawned thread's 2 MiB default.
+            .stack_size(8 << 20)
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(config);
                 symbolizer.set_build_id_pairs(build_ids);
-                print_loop(out, FramePrinter::new(symbolizer), from_reader, recycle, flag)
+                print_loop(out, FramePrinter::new(symbolizer), from_reader, recycle, flag, cpu)
             })
             .expect("spawning the printer thread");
-        Output { jobs: Vec::new(), to_printer: Some(to_printer), recycled, failed, printer: Some(printer) }
+        Output { batch: Batch::default(), slots: [None; MAP_SLOTS], to_printer: Some(to_printer), recycled, failed, printer_cpu, printer: Some(printer) }
     }
 
-    /// Leaves `job` at position `at` of the text.
-    pub fn push(&mut self, at: usize, job: Job) {
-        self.jobs.push((at, job));
+    /// Leaves a line at position `at` of the text.
+    pub fn frame(&mut self, at: usize, f: &FrameJob) {
+        let at = at as u32;
+        let slot = match f.map {
+            None => NO_MAP,
+            Some(m) => {
+                let slot = map_slot(&m);
+                if self.slots[slot as usize] != Some(m) {
+                    self.slots[slot as usize] = Some(m);
+                    let arg = self.batch.maps.len() as u64;
+                    self.batch.maps.push(m);
+                    self.batch.jobs.push(Job { at, kind: JobKind::Map, slot, opts: 0, flags: 0, arg });
+                }
+                slot
+            }
+        };
+        let flags = if f.style == LineStyle::SampleIp { SAMPLE_IP } else { 0 } | if f.cookie { COOKIE } else { 0 };
+        self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, opts: f.opts.bits(), flags, arg: f.ip });
+    }
+
+    /// Leaves a rare job at position `at` of the text.
+    pub fn other(&mut self, at: usize, o: Other) {
+        let arg = self.batch.others.len() as u64;
+        self.batch.others.push(o);
+        self.batch.jobs.push(Job { at: at as u32, kind: JobKind::Other, slot: 0, opts: 0, flags: 0, arg });
     }
 
     /// Whether `text` (the reading side's buffer) should go now.
     pub fn full(&self, text: &[u8]) -> bool {
-        text.len() >= BATCH_TEXT || self.jobs.len() >= BATCH_JOBS
+        text.len() >= BATCH_TEXT || self.batch.jobs.len() >= BATCH_JOBS
     }
 
     /// Whether writing failed (the reading side should stop).
@@ -104,12 +185,19 @@ impl Output {
         let mut next = self.recycled.try_recv().unwrap_or_default();
         next.text.clear();
         next.jobs.clear();
+        next.maps.clear();
+        next.others.clear();
+        std::mem::swap(&mut self.batch, &mut next);
         std::mem::swap(text, &mut next.text);
-        std::mem::swap(&mut self.jobs, &mut next.jobs);
         if let Some(tx) = &self.to_printer {
             // A printer that is gone has failed; `flush` reports it.
             let _ = tx.send(Msg::Batch(next));
         }
+    }
+
+    /// CPU time of the printer thread up to the last [`Output::flush`].
+    pub fn printer_cpu(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.printer_cpu.load(Ordering::Relaxed))
     }
 
     /// Sends `text` and waits until everything is written.
@@ -131,22 +219,48 @@ impl Drop for Output {
     }
 }
 
-fn print_loop<W: Write>(mut out: W, mut printer: FramePrinter, from_reader: Receiver<Msg>, recycle: SyncSender<Batch>, failed: Arc<AtomicBool>) {
+fn print_loop<W: Write>(
+    mut out: W,
+    mut printer: FramePrinter,
+    from_reader: Receiver<Msg>,
+    recycle: SyncSender<Batch>,
+    failed: Arc<AtomicBool>,
+    cpu: Arc<AtomicU64>,
+) {
     let mut buf: Vec<u8> = Vec::with_capacity(WRITE_AT + BATCH_TEXT);
     let mut error: Option<std::io::Error> = None;
+    let mut slots: [Option<Map>; MAP_SLOTS] = [None; MAP_SLOTS];
     while let Ok(msg) = from_reader.recv() {
         match msg {
             Msg::Batch(mut batch) => {
-                if error.is_none() {
-                    let mut from = 0;
-                    for (at, job) in batch.jobs.drain(..) {
+                let mut from = 0;
+                let mut others = batch.others.drain(..);
+                for job in &batch.jobs {
+                    let at = job.at as usize;
+                    // After a write error only the DSO table is still
+                    // looked after.
+                    if error.is_none() {
                         buf.extend_from_slice(&batch.text[from..at]);
-                        from = at;
-                        match job {
-                            Job::Frame(f) => printer.print(&mut buf, &f),
-                            Job::Dso(u) => printer.update_dso(*u),
-                        }
                     }
+                    from = at;
+                    match job.kind {
+                        JobKind::Frame if error.is_none() => {
+                            let map = if job.slot == NO_MAP { None } else { slots[job.slot as usize] };
+                            let style = if job.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
+                            let f = FrameJob { ip: job.arg, map, opts: IpOpts::from_bits(job.opts), style, cookie: job.flags & COOKIE != 0 };
+                            printer.print(&mut buf, &f);
+                        }
+                        JobKind::Frame => {}
+                        JobKind::Map => slots[job.slot as usize] = Some(batch.maps[job.arg as usize]),
+                        JobKind::Other => match others.next() {
+                            Some(Other::Dso(u)) => printer.update_dso(*u),
+                            Some(Other::Loaded(dso, shipped)) => printer.install(dso, *shipped),
+                            None => {}
+                        },
+                    }
+                }
+                drop(others);
+                if error.is_none() {
                     buf.extend_from_slice(&batch.text[from..]);
                     if buf.len() >= WRITE_AT {
                         write(&mut out, &mut buf, &mut error, &failed, false);
@@ -156,6 +270,7 @@ fn print_loop<W: Write>(mut out: W, mut printer: FramePrinter, from_reader: Rece
             }
             Msg::Flush(reply) => {
                 write(&mut out, &mut buf, &mut error, &failed, true);
+                cpu.store(thread_cpu().as_nanos() as u64, Ordering::Relaxed);
                 let answer = match &error {
                     None => Ok(()),
                     Some(e) => Err(std::io::Error::new(e.kind(), e.to_string())),

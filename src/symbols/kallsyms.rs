@@ -5,7 +5,6 @@
 //! dropped (pstitch creates no module maps), and addresses shifted by the
 //! boot relocation found through the reference symbol (`_text`).
 
-use std::rc::Rc;
 
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
 use super::symtab::{Sym, SymTab};
@@ -129,7 +128,7 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
             STB_LOCAL
         };
         let typ = if matches!(e.typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
-        let name: Rc<str> = String::from_utf8_lossy(e.name).into();
+        let name: std::sync::Arc<str> = String::from_utf8_lossy(e.name).into();
         syms.push(Sym::new(e.addr, 0, binding, typ, name));
     }
     let delta = match ref_reloc {

@@ -37,7 +37,7 @@ impl Search<'_> {
 }
 
 /// The result of loading a DSO.
-#[derive(Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Loaded {
     pub syms: SymTab,
     /// `dso->adjust_symbols`: symbol values are file offsets.
@@ -233,7 +233,7 @@ fn failed(mut loaded: Loaded) -> Loaded {
 /// A symbol named `raw` in the object file, its name demangled (when
 /// asked for) once it is needed; `plt`: the PLT entry for it.
 fn named_sym(start: u64, len: u64, binding: u8, typ: u8, raw: &[u8], plt: bool, search: &Search<'_>) -> Sym {
-    let raw: Rc<str> = String::from_utf8_lossy(raw).into();
+    let raw: std::sync::Arc<str> = String::from_utf8_lossy(raw).into();
     if search.demangle {
         Sym::mangled(start, len, binding, typ, raw, plt)
     } else if plt {
@@ -284,8 +284,9 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
         return Err(None);
     }
     loaded.adjust_symbols = true;
-    let mut new = Vec::new();
-    for sym in elf.symbols(sec_idx) {
+    let all = elf.symbols(sec_idx);
+    let mut new = Vec::with_capacity(all.len());
+    for sym in all {
         let typ = sym.typ();
         let is_label = typ == elf::STT_NOTYPE
             && sym.st_name != 0
@@ -368,9 +369,9 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
         }
     }
     let Some((header_size, mut entry_size)) = plt_sizes(elf, &plt) else { return };
-    let plt_name: Rc<str> = ".plt".into();
+    let plt_name: std::sync::Arc<str> = ".plt".into();
     loaded.syms.insert(Sym::new(plt.sh_offset, header_size, elf::STB_GLOBAL, elf::STT_FUNC, plt_name.clone()));
-    let plt_sym_key = |t: &mut super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && Rc::ptr_eq(s.shared_name(), &plt_name));
+    let plt_sym_key = |t: &mut super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && std::sync::Arc::ptr_eq(s.shared_name(), &plt_name));
     if is_x86(elf) && !synthesize_plt_got(loaded, elf, search) {
         return;
     }

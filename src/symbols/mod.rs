@@ -45,7 +45,7 @@ pub struct SymbolConfig {
 /// DSO-relative range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
-    pub name: Rc<str>,
+    pub name: std::sync::Arc<str>,
     pub start: u64,
     /// Exclusive.
     pub end: u64,
@@ -54,7 +54,7 @@ pub struct Symbol {
 /// One entry of perf's inline list for an address, innermost first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InlineEntry {
-    pub name: Rc<str>,
+    pub name: std::sync::Arc<str>,
     /// True when the name differs from the ELF symbol's (perf prints
     /// `(inlined)` instead of the dso then).
     pub inlined: bool,
@@ -85,6 +85,36 @@ struct DsoState {
     srclines: HashMap<u64, (u64, Option<Rc<str>>)>,
     /// `dso[addr]` fallbacks by objdump address.
     fallbacks: HashMap<u64, Rc<str>>,
+}
+
+/// A DSO's symbols as one symbolizer loaded them, for another (they can
+/// cross threads: see `script::output`).
+#[derive(Debug)]
+pub struct ShippedDso {
+    loaded: Loaded,
+    kind: DsoKind,
+    kernel: bool,
+    long_name: String,
+    short_name: String,
+}
+
+impl DsoState {
+    fn new(s: ShippedDso) -> DsoState {
+        DsoState {
+            loaded: s.loaded,
+            kind: s.kind,
+            kernel: s.kernel,
+            long_name: s.long_name.into(),
+            short_name: s.short_name.into(),
+            has_debug_line: None,
+            a2l: None,
+            has_srcline: true,
+            a2l_fails: 0,
+            inlines: HashMap::new(),
+            srclines: HashMap::new(),
+            fallbacks: HashMap::new(),
+        }
+    }
 }
 
 /// perf gives up on a DSO's source lines after this many failures in a row
@@ -184,6 +214,29 @@ impl Symbolizer {
     }
 
     fn load(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> DsoState {
+        DsoState::new(self.load_symbols(dsos, id, map))
+    }
+
+    /// Loads `id`'s symbols now (if not yet), for [`Symbolizer::install`]
+    /// in another thread's symbolizer, which then needs no file access for
+    /// them. What this symbolizer keeps is an empty table, unless `keep`.
+    pub fn ship(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>, keep: bool) -> ShippedDso {
+        let st = self.state_for(dsos, id, map);
+        let loaded = if keep { st.loaded.clone() } else { std::mem::take(&mut st.loaded) };
+        ShippedDso { loaded, kind: st.kind, kernel: st.kernel, long_name: st.long_name.to_string(), short_name: st.short_name.to_string() }
+    }
+
+    /// Takes a DSO's symbols loaded by another symbolizer (see
+    /// [`Symbolizer::ship`]).
+    pub fn install(&mut self, id: crate::machine::DsoId, shipped: ShippedDso) {
+        let i = id as usize;
+        if self.dsos.len() <= i {
+            self.dsos.resize_with(i + 1, || None);
+        }
+        self.dsos[i] = Some(DsoState::new(shipped));
+    }
+
+    fn load_symbols(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> ShippedDso {
         let dso = dsos.get(id);
         let long_name = dso.name.clone();
         let short_name: Rc<str> = match long_name.rfind('/') {
@@ -238,12 +291,7 @@ impl Symbolizer {
                 }
             }
         };
-        DsoState { loaded, kind: dso.kind, kernel, long_name, short_name, has_debug_line: None, a2l: None, has_srcline: true,
-            a2l_fails: 0,
-            inlines: HashMap::new(),
-            srclines: HashMap::new(),
-            fallbacks: HashMap::new(),
-        }
+        ShippedDso { loaded, kind: dso.kind, kernel, long_name: long_name.to_string(), short_name: short_name.to_string() }
     }
 
     /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
@@ -316,7 +364,7 @@ impl Symbolizer {
         if let Some(records) = a2l_query(st, symfs.as_deref(), objdump) {
             for r in &records {
                 let (func, file, line) = perf_record(r);
-                let mut name: Rc<str> = func.into();
+                let mut name: std::sync::Arc<str> = func.into();
                 if demangle && !st.kernel
                     && let Some(d) = demangle::demangle(&name) {
                         name = d.into();

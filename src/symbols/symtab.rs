@@ -5,7 +5,7 @@
 //! `choose_best_symbol`), lookups walking the tree as perf's do.
 
 use std::cell::OnceCell;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::demangle::demangle;
 use super::elf::{STB_GLOBAL, STB_WEAK, STT_GNU_IFUNC, STT_NOTYPE};
@@ -29,9 +29,9 @@ pub struct Sym {
 /// most symbols of a large library are never printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct SymName {
-    raw: Rc<str>,
+    raw: Arc<str>,
     form: NameForm,
-    shown: OnceCell<Rc<str>>,
+    shown: OnceCell<Arc<str>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,12 +46,12 @@ enum NameForm {
 
 impl Sym {
     /// perf's `symbol__new`: `len` 0 gives `end == start`.
-    pub fn new(start: u64, len: u64, binding: u8, typ: u8, name: Rc<str>) -> Sym {
+    pub fn new(start: u64, len: u64, binding: u8, typ: u8, name: Arc<str>) -> Sym {
         Sym::with_name(start, len, binding, typ, SymName { raw: name, form: NameForm::AsIs, shown: OnceCell::new() })
     }
 
     /// A symbol whose name is shown demangled (`plt`: with `@plt` after it).
-    pub fn mangled(start: u64, len: u64, binding: u8, typ: u8, raw: Rc<str>, plt: bool) -> Sym {
+    pub fn mangled(start: u64, len: u64, binding: u8, typ: u8, raw: Arc<str>, plt: bool) -> Sym {
         let form = if plt { NameForm::DemangledPlt } else { NameForm::Demangled };
         Sym::with_name(start, len, binding, typ, SymName { raw, form, shown: OnceCell::new() })
     }
@@ -61,7 +61,7 @@ impl Sym {
     }
 
     /// Renames the symbol (to a name shown as it is).
-    pub fn set_name(&mut self, name: Rc<str>) {
+    pub fn set_name(&mut self, name: Arc<str>) {
         self.name = SymName { raw: name, form: NameForm::AsIs, shown: OnceCell::new() };
     }
 
@@ -71,7 +71,7 @@ impl Sym {
     }
 
     /// The same, to keep.
-    pub fn shared_name(&self) -> &Rc<str> {
+    pub fn shared_name(&self) -> &Arc<str> {
         let n = &self.name;
         match n.form {
             NameForm::AsIs => &n.raw,
@@ -116,6 +116,9 @@ pub struct SymTab {
     /// Whether live symbols overlap (`None`: not known since the last
     /// change).
     overlaps: Option<bool>,
+    /// The starts of `order`'s symbols, for the binary search (valid while
+    /// `overlaps` is known).
+    starts: Vec<u64>,
 }
 
 const ERASED: u32 = 1 << 31;
@@ -303,7 +306,7 @@ impl SymTab {
             return self.exact_find(ip);
         }
         // The last symbol starting at or below ip is the only candidate.
-        let i = self.order.partition_point(|&id| self.syms[id as usize].start <= ip);
+        let i = self.starts.partition_point(|&s| s <= ip);
         let id = *self.order.get(i.checked_sub(1)?)?;
         matches(&self.syms[id as usize], ip).then_some(id)
     }
@@ -326,6 +329,10 @@ impl SymTab {
             bad(a) || a.start >= b.start || a.end > b.start
         }) || self.order.last().is_some_and(|&l| bad(&self.syms[l as usize]));
         self.overlaps = Some(o);
+        self.starts.clear();
+        if !o {
+            self.starts.extend(self.order.iter().map(|&id| self.syms[id as usize].start));
+        }
         o
     }
 
@@ -500,7 +507,7 @@ mod tests {
         for round in 0..300 {
             let mut t = SymTab::default();
             let sized = round % 3 != 0;
-            let mut batch = |t: &mut SymTab, rnd: &mut dyn FnMut(u64) -> u64| {
+            let batch = |t: &mut SymTab, rnd: &mut dyn FnMut(u64) -> u64| {
                 let n = 1 + rnd(60);
                 let v: Vec<Sym> = (0..n)
                     .map(|i| {

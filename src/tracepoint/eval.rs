@@ -8,7 +8,6 @@
 //! yields 0.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use super::format::{Field, ff};
 use super::print_fmt::{Arg, FlagSym, ParseKind, PrintParse, eval_type_str};
@@ -17,7 +16,7 @@ use super::lexer::strtoull;
 
 /// Resolves a kernel address to (symbol, symbol start), as perf's
 /// `machine__resolve_kernel_addr` does for `%pS`/`%ps`.
-pub type Resolver<'r> = &'r mut dyn FnMut(u64) -> Option<(Rc<str>, u64)>;
+pub type Resolver<'r> = &'r mut dyn FnMut(u64) -> Option<(std::sync::Arc<str>, u64)>;
 
 /// What the whole tracing data shares (the `tep_handle` state printing uses).
 #[derive(Debug, Clone, Default)]
