@@ -1,15 +1,35 @@
 //! A hasher for the small integer keys of pstitch's hot tables (thread ids,
-//! event ids, (DSO, address) pairs): SipHash's resistance to crafted keys
-//! buys nothing for lookups done once per callchain entry and costs a lot.
-//! Hostile input cannot make these tables degrade badly either: their keys
-//! are bounded by the input's size like everything else.
+//! event ids, (DSO, address) pairs): SipHash costs a lot for lookups done
+//! once per callchain entry. The state starts from a per-process random
+//! seed, so a hostile perf.data cannot be built to make all its addresses
+//! collide and turn every lookup into a scan; output never depends on it.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
 
 /// A multiply-rotate hasher, one round per integer written.
-#[derive(Default, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct FastHasher(u64);
+
+/// Builds [`FastHasher`]s from the process's seed.
+#[derive(Clone, Copy)]
+pub struct FastState(u64);
+
+impl Default for FastState {
+    fn default() -> FastState {
+        static SEED: OnceLock<u64> = OnceLock::new();
+        FastState(*SEED.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)))
+    }
+}
+
+impl BuildHasher for FastState {
+    type Hasher = FastHasher;
+
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(self.0)
+    }
+}
 
 impl Hasher for FastHasher {
     fn finish(&self) -> u64 {
@@ -47,7 +67,7 @@ impl Hasher for FastHasher {
 }
 
 /// A `HashMap` with [`FastHasher`].
-pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+pub type FastMap<K, V> = HashMap<K, V, FastState>;
 
 #[cfg(test)]
 mod tests {
@@ -61,7 +81,7 @@ mod tests {
         }
         assert!((0..10_000u64).all(|i| m[&(1, 7, i * 4)] == i as u32));
         let h = |k: u64| {
-            let mut s = FastHasher::default();
+            let mut s = FastState::default().build_hasher();
             s.write_u64(k);
             s.finish()
         };
