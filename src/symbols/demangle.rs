@@ -3,8 +3,6 @@
 //! `abi::__cxa_demangle` prints it (with parameters), then OCaml, then Java.
 //! `None` means "print the name as it is".
 
-use cpp_demangle::{DemangleOptions, Symbol};
-
 pub fn demangle(name: &str) -> Option<String> {
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         let s = format!("{d:#}");
@@ -19,68 +17,13 @@ pub fn demangle(name: &str) -> Option<String> {
     java(name)
 }
 
-/// `abi::__cxa_demangle`, which perf calls, reproduced with cpp_demangle
-/// (vendored with a fix for a g++ mangling upstream rejects; see
-/// vendor/cpp_demangle/PSTITCH-PATCH.md). The host's C++ runtime is
-/// deliberately not used: the output must not depend on the machine.
-fn cxx(name: &str) -> Option<String> {
-    cxx_fallback(name)
-}
-
-/// `_Z` encodings through cpp_demangle,
-/// `_GLOBAL_[._$][ID]_` constructors and destructors, and bare builtin type
-/// encodings (a symbol named `i` is "int").
-fn cxx_fallback(name: &str) -> Option<String> {
-    let b = name.as_bytes();
-    if b.starts_with(b"_Z") {
-        let sym = Symbol::new(b).ok()?;
-        let opts = DemangleOptions::default();
-        return sym.demangle_with_options(&opts).ok();
-    }
-    if b.len() > 11 && b.starts_with(b"_GLOBAL_") && matches!(b[8], b'.' | b'_' | b'$') && matches!(b[9], b'D' | b'I') && b[10] == b'_' {
-        let rest = &name[11..];
-        let what = if b[9] == b'I' { "global constructors keyed to " } else { "global destructors keyed to " };
-        let inner = cxx_fallback(rest).unwrap_or_else(|| rest.to_string());
-        return Some(format!("{what}{inner}"));
-    }
-    builtin_type(name).map(str::to_string)
-}
-
-fn builtin_type(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "v" => "void",
-        "w" => "wchar_t",
-        "b" => "bool",
-        "c" => "char",
-        "a" => "signed char",
-        "h" => "unsigned char",
-        "s" => "short",
-        "t" => "unsigned short",
-        "i" => "int",
-        "j" => "unsigned int",
-        "l" => "long",
-        "m" => "unsigned long",
-        "x" => "long long",
-        "y" => "unsigned long long",
-        "n" => "__int128",
-        "o" => "unsigned __int128",
-        "f" => "float",
-        "d" => "double",
-        "e" => "long double",
-        "g" => "__float128",
-        "z" => "...",
-        "Dd" => "decimal64",
-        "De" => "decimal128",
-        "Df" => "decimal32",
-        "Dh" => "half",
-        "Di" => "char32_t",
-        "Ds" => "char16_t",
-        "Du" => "char8_t",
-        "Da" => "auto",
-        "Dc" => "decltype(auto)",
-        "Dn" => "decltype(nullptr)",
-        _ => return None,
-    })
+/// `abi::__cxa_demangle(name)`, which perf calls for everything that is
+/// not Rust: `_Z` encodings, `_GLOBAL_[._$][ID]_` constructors and
+/// destructors, and bare type encodings (a symbol named `i` is "int").
+/// Reimplemented in [`super::itanium`] rather than called: the output must
+/// not depend on the machine's C++ runtime, and there is no C at run time.
+pub fn cxx(name: &str) -> Option<String> {
+    super::itanium::demangle(name)
 }
 
 /// perf's `ocaml_demangle_sym`.
@@ -263,21 +206,13 @@ mod tests {
     }
 
     #[test]
-    fn fallback_without_runtime() {
-        assert_eq!(cxx_fallback("_ZN3sim5World6energyEv").as_deref(), Some("sim::World::energy()"));
-        assert_eq!(cxx_fallback("i").as_deref(), Some("int"));
-        assert_eq!(cxx_fallback("_GLOBAL__I_foo").as_deref(), Some("global constructors keyed to foo"));
-        assert_eq!(cxx_fallback("main"), None);
-    }
-
-    #[test]
     fn libiberty_spellings() {
         // As perf prints them through libstdc++'s __cxa_demangle.
         assert_eq!(
             demangle("_ZNSt10_Head_baseILm0ERKiLb0EE7_M_headERS2_").as_deref(),
             Some("std::_Head_base<0ul, int const&, false>::_M_head(std::_Head_base<0ul, int const&, false>&)")
         );
-        // g++'s `sr St ...` (vendored cpp_demangle patch), from tests/golden/cpp.
+        // g++'s `sr St ...`, from tests/golden/cpp.
         assert_eq!(
             demangle("_ZSt4swapIN3sim8ParticleEENSt9enable_ifIXsrSt6__and_IJSt6__not_ISt15__is_tuple_likeIT_EESt21is_move_constructibleIS6_ESt18is_move_assignableIS6_EEE5valueEvE4typeERS6_SG_").as_deref(),
             Some("std::enable_if<std::__and_<std::__not_<std::__is_tuple_like<sim::Particle> >, std::is_move_constructible<sim::Particle>, std::is_move_assignable<sim::Particle> >::value, void>::type std::swap<sim::Particle>(sim::Particle&, sim::Particle&)")
@@ -285,10 +220,9 @@ mod tests {
     }
 
     #[test]
-    fn libiberty_output_of_the_vendored_patches() {
+    fn libiberty_output() {
         // Each expectation is what libiberty prints (c++filt, and perf
-        // through __cxa_demangle); each needs one of the patches listed in
-        // vendor/cpp_demangle/PSTITCH-PATCH.md.
+        // through __cxa_demangle).
         for (mangled, want) in [
             // pending `*` not taken by a nested-name prefix
             (

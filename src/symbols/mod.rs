@@ -14,6 +14,7 @@
 pub mod a2l;
 pub mod demangle;
 pub mod elf;
+mod itanium;
 pub mod kallsyms;
 pub mod load;
 pub mod rbtree;
