@@ -297,6 +297,7 @@ impl Elf {
             return out;
         }
         let n = (s.sh_size / s.sh_entsize) as usize;
+        out.reserve(n.min(data.len() / entsize));
         for i in 0..n {
             let off = i * entsize;
             if off + entsize > data.len() {

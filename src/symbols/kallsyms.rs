@@ -128,7 +128,7 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
             STB_LOCAL
         };
         let typ = if matches!(e.typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
-        let name: std::sync::Arc<str> = String::from_utf8_lossy(e.name).into();
+        let name = crate::symbols::symtab::shared_str(e.name);
         syms.push(Sym::new(e.addr, 0, binding, typ, name));
     }
     let delta = match ref_reloc {

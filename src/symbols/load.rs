@@ -233,7 +233,7 @@ fn failed(mut loaded: Loaded) -> Loaded {
 /// A symbol named `raw` in the object file, its name demangled (when
 /// asked for) once it is needed; `plt`: the PLT entry for it.
 fn named_sym(start: u64, len: u64, binding: u8, typ: u8, raw: &[u8], plt: bool, search: &Search<'_>) -> Sym {
-    let raw: std::sync::Arc<str> = String::from_utf8_lossy(raw).into();
+    let raw = crate::symbols::symtab::shared_str(raw);
     if search.demangle {
         Sym::mangled(start, len, binding, typ, raw, plt)
     } else if plt {
