@@ -155,18 +155,23 @@ pub struct FramePrinter {
     /// A copy of the reading side's DSO table, kept current by
     /// [`Other::Dso`] entries.
     dsos: Dsos,
-    /// Formatted lines by key, as indexes into `texts`.
-    cache: FastMap<FrameKey, u32>,
-    texts: Vec<Box<[u8]>>,
+    /// Formatted lines by key, as places in `texts`.
+    cache: FastMap<FrameKey, Text>,
+    /// Every kept text, end to end ([`encode`]d): neighbours in time are
+    /// neighbours in memory, and there is no allocation per text.
+    texts: Vec<u8>,
     /// A small direct-mapped copy of recently used `cache` entries: the
     /// hot addresses of a recording (kernel entry paths, a program's main
     /// loop) are looked up without touching the large table.
-    front: Box<[(FrameKey, u32)]>,
+    front: Box<[(FrameKey, Text)]>,
     text: Vec<u8>,
 }
 
-/// Entries in [`FramePrinter::front`] (a power of two).
-const FRONT: usize = 4096;
+/// Where a kept text is in [`FramePrinter::texts`]: offset and length.
+type Text = (u32, u32);
+
+/// Entries in [`FramePrinter::front`] (a power of two; 384 KiB).
+const FRONT: usize = 16384;
 const NO_KEY: FrameKey = (u8::MAX, NO_DSO, u64::MAX);
 
 fn front_slot(k: &FrameKey) -> usize {
@@ -185,7 +190,7 @@ impl FramePrinter {
             dsos: Dsos::default(),
             cache: Default::default(),
             texts: Vec::new(),
-            front: vec![(NO_KEY, 0); FRONT].into_boxed_slice(),
+            front: vec![(NO_KEY, (0, 0)); FRONT].into_boxed_slice(),
             text: Vec::new(),
         }
     }
@@ -209,26 +214,29 @@ impl FramePrinter {
         let cacheable = !cookie && !opts.srcline;
         if cacheable {
             let slot = front_slot(&key);
-            let (k, i) = self.front[slot];
+            let (k, t) = self.front[slot];
             if k == key {
-                expand(out, &self.texts[i as usize], ip, opts.ip, style);
+                expand(out, kept(&self.texts, t), ip, opts.ip, style);
                 return;
             }
-            if let Some(&i) = self.cache.get(&key) {
-                self.front[slot] = (key, i);
-                expand(out, &self.texts[i as usize], ip, opts.ip, style);
+            if let Some(&t) = self.cache.get(&key) {
+                self.front[slot] = (key, t);
+                expand(out, kept(&self.texts, t), ip, opts.ip, style);
                 return;
             }
         }
         let mut text = std::mem::take(&mut self.text);
         text.clear();
         let stable = self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
-        let encoded = encode(&text);
-        expand(out, &encoded, ip, opts.ip, style);
-        if cacheable && stable {
-            let i = self.texts.len() as u32;
-            self.texts.push(encoded);
-            self.cache.insert(key, i);
+        let start = self.texts.len();
+        encode(&mut self.texts, &text);
+        let len = self.texts.len() - start;
+        expand(out, &self.texts[start..], ip, opts.ip, style);
+        // Offsets are 32-bit: past 4 GiB of text, lines are made each time.
+        if cacheable && stable && let (Ok(off), Ok(len)) = (u32::try_from(start), u32::try_from(len)) {
+            self.cache.insert(key, (off, len));
+        } else {
+            self.texts.truncate(start);
         }
         self.text = text;
     }
@@ -360,13 +368,15 @@ fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64
 
 /// Cached form of frame text: each line as a 4-byte length and its bytes,
 /// so that copying it out needs no search.
-fn encode(text: &[u8]) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(text.len() + 8);
+fn encode(out: &mut Vec<u8>, text: &[u8]) {
     for line in text.split(|&b| b == LINE).skip(1) {
         out.extend_from_slice(&(line.len() as u32).to_le_bytes());
         out.extend_from_slice(line);
     }
-    out.into_boxed_slice()
+}
+
+fn kept(texts: &[u8], (off, len): Text) -> &[u8] {
+    &texts[off as usize..][..len as usize]
 }
 
 /// Copies encoded frame text to `out`, each line after the address when
