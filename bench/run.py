@@ -28,6 +28,7 @@ Needs root (perf record -a, perf-ref's chroot), /usr/bin/perf, perf-ref
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -38,6 +39,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERF_REF = os.environ.get("PERF_REF", "/work/shared/reference-perf/perf-ref")
 BIN = "/tmp/pstitch-fixtures/bin"
 TARGETS = {"no-inline": 10.0, "inline": 20.0, "lagging": 50.0}
+# The comm at the start of a sample line: up to the tid before " [cpu]".
+SAMPLE_HEAD = re.compile(rb"^(.*?)\s+\d+(?:/\d+)?\s+\[")
 
 
 def sh(cmd, **kw):
@@ -105,8 +108,10 @@ def output_hash(cmd, drop_comm):
                          env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"))
     for line in p.stdout:
         if drop_comm and line[:1] not in (b"\t", b"\n", b" "):
-            parts = line.split(None, 1)
-            line = parts[1] if len(parts) > 1 else b""
+            # Everything before the tid: a comm may hold spaces.
+            m = SAMPLE_HEAD.match(line)
+            if m:
+                line = line[m.end(1):]
         h.update(line)
     p.wait()
     return h.hexdigest()

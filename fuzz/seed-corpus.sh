@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Seeds fuzz/corpus/script with the test recordings (golden cases, damaged
-# fixtures and fuzz regressions). Run from anywhere.
+# fixtures and fuzz regressions) and fuzz/corpus/demangle with symbol names.
+# Run from anywhere.
 set -euo pipefail
 FUZZ=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$FUZZ/.." && pwd)
@@ -16,4 +17,12 @@ if [ -x "$SWAP" ]; then
         "$SWAP" --decompress "$ROOT/tests/golden/$c/perf.data" "$FUZZ/corpus/script/seed-$c-be.data"
     done
 fi
+# Symbol names for the demangle target: a sample of the C++ conformance
+# cases (tests/demangle/), one name per file.
+mkdir -p "$FUZZ/corpus/demangle"
+zstd -dc "$ROOT/tests/demangle/cases.tsv.zst" | cut -f1 | awk 'NR % 25 == 0' |
+    while IFS= read -r name; do
+        printf '%s' "$name" > "$FUZZ/corpus/demangle/$(printf '%s' "$name" | sha1sum | cut -c1-16)"
+    done
 ls "$FUZZ/corpus/script" | wc -l
+ls "$FUZZ/corpus/demangle" | wc -l

@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print the samples of a perf.data file as `perf script` does.
-    Script(ScriptArgs),
+    Script(Box<ScriptArgs>),
     /// Print a shell completion script (bash, zsh or fish) to standard output.
     Completions {
         #[arg(value_enum)]

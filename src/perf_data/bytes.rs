@@ -177,7 +177,7 @@ impl<'a> U64Array<'a> {
     pub const EMPTY: U64Array<'static> = U64Array { bytes: &[], endian: Endian::NATIVE };
 
     pub fn new(bytes: &'a [u8], endian: Endian) -> Self {
-        debug_assert!(bytes.len() % 8 == 0);
+        debug_assert!(bytes.len().is_multiple_of(8));
         U64Array { bytes, endian }
     }
 

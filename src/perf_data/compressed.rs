@@ -18,7 +18,7 @@ use super::record::{HEADER_SIZE, RecordHeader, kind};
 
 /// The zstd payload of a COMPRESSED/COMPRESSED2 record, or `None` if the
 /// record is too short for what it claims.
-pub fn payload<'a>(rec_type: u32, body: &'a [u8], endian: Endian) -> Option<&'a [u8]> {
+pub fn payload(rec_type: u32, body: &[u8], endian: Endian) -> Option<&[u8]> {
     match rec_type {
         kind::COMPRESSED => Some(body),
         kind::COMPRESSED2 => {
@@ -145,7 +145,7 @@ mod tests {
         }
         let mut d = Decompressor::new(1 << 20).unwrap();
         let a = d.decompress(&chunks[0], Endian::Little).unwrap();
-        assert!(a.len() <= cut && a.len() % 8 == 0);
+        assert!(a.len() <= cut && a.len().is_multiple_of(8));
         let b = d.decompress(&chunks[1], Endian::Little).unwrap();
         assert_eq!([a, b].concat(), plain);
         assert_eq!(d.leftover(), 0);

@@ -126,11 +126,10 @@ pub fn parse_time(s: &str, first: u64, last: u64) -> Result<Vec<TimeRange>, Stri
         }
         let start = if a.is_empty() { None } else { Some(parse_timestamp(a).ok_or_else(bad)?) };
         let end = if b.is_empty() { None } else { Some(parse_timestamp(b).ok_or_else(bad)?) };
-        if let (Some(x), Some(y)) = (start, end) {
-            if x > y {
+        if let (Some(x), Some(y)) = (start, end)
+            && x > y {
                 return Err(bad());
             }
-        }
         out.push(TimeRange { start, end });
     }
     let overlapping = out.windows(2).any(|w| w[0].end.unwrap_or(u64::MAX) >= w[1].start.unwrap_or(0));

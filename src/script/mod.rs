@@ -189,11 +189,10 @@ impl Script {
     /// The event name perf prints: tracepoint events not named by the file
     /// are `system:name` from the tracing data.
     fn event_name(&self, ev: &crate::perf_data::evlist::Evsel) -> String {
-        if ev.name.is_none() && ev.attr.type_ == event_type::TRACEPOINT {
-            if let Some(n) = self.tracing.as_ref().and_then(|t| t.event_name(ev.attr.config)) {
+        if ev.name.is_none() && ev.attr.type_ == event_type::TRACEPOINT
+            && let Some(n) = self.tracing.as_ref().and_then(|t| t.event_name(ev.attr.config)) {
                 return n;
             }
-        }
         ev.name()
     }
 
@@ -309,11 +308,10 @@ impl Script {
             format::pad_left(&mut self.buf, name.as_bytes(), width);
             self.buf.extend_from_slice(b": ");
         }
-        if fields & f::TRACE != 0 {
-            if let Some(raw) = s.raw {
+        if fields & f::TRACE != 0
+            && let Some(raw) = s.raw {
                 self.print_trace(attr, raw);
             }
-        }
         if fields & f::ADDR != 0 {
             format::hex(&mut self.buf, s.addr, 16);
         }
@@ -565,7 +563,7 @@ fn page_size_name(size: u64) -> String {
     let units = ["B", "K", "M", "G", "T", "P", "E"];
     let mut s = size;
     let mut i = 0;
-    while s >= 1024 && s % 1024 == 0 && i + 1 < units.len() {
+    while s >= 1024 && s.is_multiple_of(1024) && i + 1 < units.len() {
         s /= 1024;
         i += 1;
     }

@@ -204,7 +204,7 @@ impl<'a> Session<'a> {
         let mut records = 0u64;
         while let Some(raw) = self.source.next_record()? {
             records += 1;
-            if records % PROGRESS_EVERY == 0 {
+            if records.is_multiple_of(PROGRESS_EVERY) {
                 self.report(records, false);
             }
             let RawRecord { offset, header, bytes } = raw;

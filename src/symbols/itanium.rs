@@ -1393,6 +1393,16 @@ impl<'a> Parser<'a> {
         ret
     }
 
+    /// Links `node` after `last` through its right child (the lists of
+    /// template arguments, parameters and expressions are chains).
+    fn append(&mut self, first: &mut P, last: &mut P, node: Id) {
+        match *last {
+            Some(prev) => self.set_r(prev, Some(node)),
+            None => *first = Some(node),
+        }
+        *last = Some(node);
+    }
+
     /// `<type>+`; a lone `void` stands for no parameters.
     fn parmlist(&mut self) -> P {
         let mut first: P = None;
@@ -1408,11 +1418,7 @@ impl<'a> Parser<'a> {
             }
             let t = self.ty()?;
             let a = self.make(K::Arglist, Some(t), None)?;
-            match last {
-                Some(prev) => self.set_r(prev, Some(a)),
-                None => first = Some(a),
-            }
-            last = Some(a);
+            self.append(&mut first, &mut last, a);
         }
         let first = first?;
         if self.r(first).is_none()
@@ -1534,11 +1540,7 @@ impl<'a> Parser<'a> {
         loop {
             let a = self.template_arg()?;
             let node = self.make(K::TemplateArglist, Some(a), None)?;
-            match last {
-                Some(prev) => self.set_r(prev, Some(node)),
-                None => first = Some(node),
-            }
-            last = Some(node);
+            self.append(&mut first, &mut last, node);
             if matches!(self.peek(), b'E' | b'Q') {
                 break;
             }
@@ -1580,11 +1582,7 @@ impl<'a> Parser<'a> {
         loop {
             let e = self.expression()?;
             let node = self.make(K::Arglist, Some(e), None)?;
-            match last {
-                Some(prev) => self.set_r(prev, Some(node)),
-                None => first = Some(node),
-            }
-            last = Some(node);
+            self.append(&mut first, &mut last, node);
             if self.peek() == terminator {
                 self.advance(1);
                 break;
@@ -1958,11 +1956,7 @@ impl<'a> Parser<'a> {
         let mut first: P = None;
         let mut last: P = None;
         while let Some(op) = self.template_parm(bad) {
-            match last {
-                Some(prev) => self.set_r(prev, Some(op)),
-                None => first = Some(op),
-            }
-            last = Some(op);
+            self.append(&mut first, &mut last, op);
         }
         first?;
         self.make(K::TemplateHead, first, None)

@@ -70,12 +70,11 @@ impl<'a, 'r> Eval<'a, 'r> {
     /// `len` bytes at `off`, zero-filled past the end of the record.
     fn bytes(&self, off: u64, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
-        if let Ok(o) = usize::try_from(off) {
-            if o < self.data.len() {
+        if let Ok(o) = usize::try_from(off)
+            && o < self.data.len() {
                 let n = (self.data.len() - o).min(len);
                 v[..n].copy_from_slice(&self.data[o..o + n]);
             }
-        }
         v
     }
 
@@ -317,22 +316,20 @@ impl<'a, 'r> Eval<'a, 'r> {
                         break;
                     }
                     if fval > 0 && (val & fval) == fval {
-                        if printed {
-                            if let Some(d) = delim {
+                        if printed
+                            && let Some(d) = delim {
                                 out.extend_from_slice(cstr(d.as_bytes()));
                             }
-                        }
                         printf::format(out, format, len_arg, CArg::Str(str_.as_bytes()));
                         printed = true;
                         val &= !fval;
                     }
                 }
                 if val != 0 {
-                    if printed {
-                        if let Some(d) = delim {
+                    if printed
+                        && let Some(d) = delim {
                             out.extend_from_slice(cstr(d.as_bytes()));
                         }
-                    }
                     out.extend_from_slice(format!("0x{:x}", val as u64).as_bytes());
                 }
             }
@@ -594,13 +591,8 @@ impl<'a, 'r> Eval<'a, 'r> {
         let use_v4 = v4mapped || isatap;
         let range = if use_v4 { 6 } else { 8 };
         let mut zerolen = [0usize; 8];
-        for i in 0..range {
-            for j in i..range {
-                if words[j] != 0 {
-                    break;
-                }
-                zerolen[i] += 1;
-            }
+        for (i, run) in zerolen.iter_mut().enumerate().take(range) {
+            *run = words[i..range].iter().take_while(|&&w| w == 0).count();
         }
         let (mut longest, mut colonpos) = (1, None);
         for (i, &z) in zerolen.iter().enumerate().take(range) {

@@ -17,6 +17,7 @@
 //! in perf, the whole tracing data); a `print fmt` that does not parse only
 //! marks the event as failed, and its samples print as
 //! `[FAILED TO PARSE] field=value ...`.
+#![allow(clippy::tabs_in_doc_comments)] // The format files shown above use tabs.
 
 use std::cell::Cell;
 
@@ -319,8 +320,8 @@ fn read_fields(lx: &mut Lexer<'_>, isftrace: bool, long_size: u32) -> Option<Vec
             lx.expect_type(Tok::Newline)?;
         }
         let elementsize = if flags & (ff::ARRAY | ff::DYNAMIC) != 0 {
-            if arraylen != 0 {
-                size / arraylen
+            if let Some(each) = size.checked_div(arraylen) {
+                each
             } else if flags & ff::DYNAMIC != 0 {
                 size_dynamic
             } else if flags & ff::STRING != 0 {

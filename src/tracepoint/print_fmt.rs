@@ -926,12 +926,11 @@ fn parse_arg_format_pointer(f: &[u8]) -> usize {
                     index += 1;
                 }
             }
-            if c1 == b'S' || c1 == b'4' {
-                if matches!(at(index), b'h' | b'n' | b'l' | b'b') {
+            if (c1 == b'S' || c1 == b'4')
+                && matches!(at(index), b'h' | b'n' | b'l' | b'b') {
                     ret += 1;
                     index += 1;
                 }
-            }
             if c1 == b'4' {
                 ret += 1;
             } else if c1 == b'S' || c1 == b'6' {

@@ -266,12 +266,11 @@ impl TracingData {
     fn parse_cmdlines(&mut self, text: &[u8]) {
         for line in String::from_utf8_lossy(text).lines() {
             let mut it = line.split_whitespace();
-            if let (Some(pid), Some(comm)) = (it.next(), it.next()) {
-                if let Ok(pid) = pid.parse::<i32>() {
+            if let (Some(pid), Some(comm)) = (it.next(), it.next())
+                && let Ok(pid) = pid.parse::<i32>() {
                     let comm: String = comm.chars().take(16).collect();
                     self.cmdlines.entry(pid).or_insert(comm);
                 }
-            }
         }
     }
 
