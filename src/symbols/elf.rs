@@ -49,6 +49,37 @@ pub enum FileBytes {
     Owned(Vec<u8>),
 }
 
+/// A section's bytes that outlive the [`Elf`] they came from.
+#[derive(Clone)]
+pub enum SectionBytes {
+    /// `start..end` of the file.
+    Mapped(Rc<FileBytes>, usize, usize),
+    /// Decompressed.
+    Owned(Rc<[u8]>),
+}
+
+impl SectionBytes {
+    pub fn empty() -> SectionBytes {
+        SectionBytes::Owned(Rc::from(&[][..]))
+    }
+}
+
+impl Default for SectionBytes {
+    fn default() -> SectionBytes {
+        SectionBytes::empty()
+    }
+}
+
+impl std::ops::Deref for SectionBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            SectionBytes::Mapped(file, start, end) => &file[*start..*end],
+            SectionBytes::Owned(b) => b,
+        }
+    }
+}
+
 impl std::ops::Deref for FileBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -237,6 +268,18 @@ impl Elf {
         let start = usize::try_from(s.sh_offset).ok()?;
         let len = usize::try_from(s.sh_size).ok()?;
         self.bytes.get(start..start.checked_add(len)?)
+    }
+
+    /// [`Elf::data`] as a value that can be kept: a range of the mapped
+    /// file (no copy) unless the section had to be decompressed.
+    pub fn section_bytes(&self, s: &Section) -> Option<SectionBytes> {
+        match self.data(s)? {
+            Cow::Borrowed(b) => {
+                let start = b.as_ptr() as usize - self.bytes.as_ptr() as usize;
+                Some(SectionBytes::Mapped(self.bytes.clone(), start, start + b.len()))
+            }
+            Cow::Owned(v) => Some(SectionBytes::Owned(v.into())),
+        }
     }
 
     /// The contents of a section, decompressed if `SHF_COMPRESSED`.

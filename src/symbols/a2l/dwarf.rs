@@ -13,12 +13,13 @@ use gimli::{Abbreviations, AttributeValue, DebugAbbrev, DebugAbbrevOffset, Debug
 
 use super::lines::{LineHit, LineTable, StrSections};
 use super::reader::Reader;
+use crate::symbols::elf::SectionBytes;
 
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
 /// A DIE's attributes as (name, raw value).
 type RawAttrs<'a> = Vec<(u16, AttributeValue<R<'a>>)>;
 /// String sections and the string offset base of a unit.
-type StrSecs = (Rc<[u8]>, Rc<[u8]>, Rc<[u8]>, u64, u8);
+type StrSecs = (SectionBytes, SectionBytes, SectionBytes, u64, u8);
 /// A variable DIE's attributes, classified, with references and blocks.
 type VarAttrs = Vec<(u16, Val, Option<Ref>, Option<Vec<u8>>)>;
 
@@ -31,15 +32,15 @@ const DW_TAG_COMPILE_UNIT: u16 = 0x11;
 /// The debug sections, decompressed.
 #[derive(Default, Clone)]
 pub struct Sections {
-    pub info: Rc<[u8]>,
-    pub abbrev: Rc<[u8]>,
-    pub line: Rc<[u8]>,
-    pub str: Rc<[u8]>,
-    pub line_str: Rc<[u8]>,
-    pub ranges: Rc<[u8]>,
-    pub rnglists: Rc<[u8]>,
-    pub addr: Rc<[u8]>,
-    pub str_offsets: Rc<[u8]>,
+    pub info: SectionBytes,
+    pub abbrev: SectionBytes,
+    pub line: SectionBytes,
+    pub str: SectionBytes,
+    pub line_str: SectionBytes,
+    pub ranges: SectionBytes,
+    pub rnglists: SectionBytes,
+    pub addr: SectionBytes,
+    pub str_offsets: SectionBytes,
     /// `.debug_ranges` / `.debug_rnglists` exist (binutils fails a range
     /// read when the section is missing).
     pub has_ranges: bool,

@@ -15,7 +15,7 @@ pub mod reader;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::symbols::elf::Elf;
+use crate::symbols::elf::{Elf, SectionBytes};
 use bfd::{BfdFile, FoundFn, Section};
 use dwarf::{Dwarf, Sections, DW_TAG_INLINED_SUBROUTINE};
 use lines::LineHit;
@@ -49,15 +49,15 @@ pub struct Session {
 }
 
 fn load_sections(elf: &Elf) -> Option<Sections> {
-    let get = |name: &str| -> Option<Rc<[u8]>> {
+    let get = |name: &str| -> Option<SectionBytes> {
         let (_, s) = elf.section_by_name(name)?;
         if s.sh_type == crate::symbols::elf::SHT_NOBITS {
             return None;
         }
-        elf.data(s).map(|d| Rc::from(&d[..]))
+        elf.section_bytes(s)
     };
     let info = get(".debug_info")?;
-    let empty: Rc<[u8]> = Rc::from(&[][..]);
+    let empty = SectionBytes::empty();
     let ranges = get(".debug_ranges");
     let rnglists = get(".debug_rnglists");
     Some(Sections {
