@@ -111,8 +111,9 @@ fn candidates(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Searc
     // FEDORA_DEBUGINFO, UBUNTU_DEBUGINFO
     out.push(search.join(&format!("/usr/lib/debug{long_name}.debug")));
     out.push(search.join(&format!("/usr/lib/debug{long_name}")));
-    // BUILDID_DEBUGINFO
-    if let Some(bid) = bid {
+    // BUILDID_DEBUGINFO (an empty build-id, as a damaged file can carry,
+    // names no file)
+    if let Some(bid) = bid.filter(|b| !b.is_empty()) {
         let h = hex(bid);
         out.push(search.join(&format!("/usr/lib/debug/.build-id/{}/{}.debug", &h[..2], &h[2..])));
     }
