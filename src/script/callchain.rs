@@ -29,7 +29,7 @@
 
 use super::fields::IpOpts;
 use crate::fasthash::FastMap;
-use super::output::Other;
+use super::output::{LoadRequest, Other};
 use super::{Script, context, format};
 use crate::machine::maps::{DsoId, Map};
 use crate::machine::{CpuMode, Dsos};
@@ -130,7 +130,13 @@ impl Script {
             return;
         }
         self.shipped[i] = true;
-        let keep = self.trace_resolver && self.machine.dsos.get(map.dso).kind == crate::machine::DsoKind::Kernel;
+        let dso = self.machine.dsos.get(map.dso);
+        if Symbolizer::loads_from_file(dso.kind) {
+            let request = LoadRequest { dso: map.dso, long_name: dso.name.to_string(), kind: dso.kind, build_id: dso.build_id.clone() };
+            self.out.load(self.buf.len(), request);
+            return;
+        }
+        let keep = self.trace_resolver && dso.kind == crate::machine::DsoKind::Kernel;
         let shipped = self.symbolizer.ship(&self.machine.dsos, map.dso, Some(map), keep);
         self.out.other(self.buf.len(), Other::Loaded(map.dso, Box::new(shipped)));
     }

@@ -72,6 +72,18 @@ pub enum Other {
     /// A DSO's symbols, loaded by the reading side when a line first needed
     /// them (the reading side has time to spare, the printer has not).
     Loaded(crate::machine::DsoId, Box<ShippedDso>),
+    /// A DSO's symbols, coming from the loader thread (requests are served
+    /// in order, so the printer takes the next answer).
+    Loading(crate::machine::DsoId),
+}
+
+/// What the loader thread needs to load a DSO's symbols: its name and
+/// build-id (see [`Symbolizer::load_file`]).
+pub struct LoadRequest {
+    pub dso: crate::machine::DsoId,
+    pub long_name: String,
+    pub kind: crate::machine::DsoKind,
+    pub build_id: Option<Vec<u8>>,
 }
 
 /// Text, and the jobs at their positions in it.
@@ -109,6 +121,10 @@ pub struct Output {
     /// CPU time of the printer thread up to its last flush, in ns.
     printer_cpu: Arc<AtomicU64>,
     printer: Option<JoinHandle<()>>,
+    /// The loader thread: symbol tables of large libraries take long to
+    /// read, and the reading side is the busier one.
+    to_loader: Option<std::sync::mpsc::Sender<LoadRequest>>,
+    loader: Option<JoinHandle<()>>,
 }
 
 /// CPU time the calling thread has used.
@@ -129,6 +145,23 @@ impl Output {
         let flag = failed.clone();
         let printer_cpu = Arc::new(AtomicU64::new(0));
         let cpu = printer_cpu.clone();
+        let (to_loader, requests) = std::sync::mpsc::channel::<LoadRequest>();
+        let (loaded, from_loader) = std::sync::mpsc::channel::<(crate::machine::DsoId, ShippedDso)>();
+        let loader_config = config.clone();
+        let loader_ids = build_ids.clone();
+        let loader = std::thread::Builder::new()
+            .name("pstitch-load".into())
+            .spawn(move || {
+                let mut symbolizer = Symbolizer::new(loader_config);
+                symbolizer.set_build_id_pairs(loader_ids);
+                for r in requests {
+                    let shipped = symbolizer.load_file(&r.long_name, r.kind, r.build_id.as_deref());
+                    if loaded.send((r.dso, shipped)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawning the loader thread");
         let printer = std::thread::Builder::new()
             .name("pstitch-print".into())
             // Demangling a name at libiberty's limits nests ~1,000 deep; the
@@ -137,10 +170,20 @@ impl Output {
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(config);
                 symbolizer.set_build_id_pairs(build_ids);
-                print_loop(out, FramePrinter::new(symbolizer), from_reader, recycle, flag, cpu)
+                print_loop(out, FramePrinter::new(symbolizer), from_reader, from_loader, recycle, flag, cpu)
             })
             .expect("spawning the printer thread");
-        Output { batch: Batch::default(), slots: [None; MAP_SLOTS], to_printer: Some(to_printer), recycled, failed, printer_cpu, printer: Some(printer) }
+        Output {
+            batch: Batch::default(),
+            slots: [None; MAP_SLOTS],
+            to_printer: Some(to_printer),
+            recycled,
+            failed,
+            printer_cpu,
+            printer: Some(printer),
+            to_loader: Some(to_loader),
+            loader: Some(loader),
+        }
     }
 
     /// Leaves a line at position `at` of the text.
@@ -161,6 +204,17 @@ impl Output {
         };
         let flags = if f.style == LineStyle::SampleIp { SAMPLE_IP } else { 0 } | if f.cookie { COOKIE } else { 0 };
         self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, opts: f.opts.bits(), flags, arg: f.ip });
+    }
+
+    /// Has the loader thread load a DSO's symbols; the printer installs them
+    /// at position `at`.
+    pub fn load(&mut self, at: usize, request: LoadRequest) {
+        let dso = request.dso;
+        if let Some(l) = &self.to_loader
+            && l.send(request).is_ok()
+        {
+            self.other(at, Other::Loading(dso));
+        }
     }
 
     /// Leaves a rare job at position `at` of the text.
@@ -213,8 +267,12 @@ impl Output {
 impl Drop for Output {
     fn drop(&mut self) {
         self.to_printer = None;
+        self.to_loader = None;
         if let Some(p) = self.printer.take() {
             let _ = p.join();
+        }
+        if let Some(l) = self.loader.take() {
+            let _ = l.join();
         }
     }
 }
@@ -223,6 +281,7 @@ fn print_loop<W: Write>(
     mut out: W,
     mut printer: FramePrinter,
     from_reader: Receiver<Msg>,
+    from_loader: Receiver<(crate::machine::DsoId, ShippedDso)>,
     recycle: SyncSender<Batch>,
     failed: Arc<AtomicBool>,
     cpu: Arc<AtomicU64>,
@@ -255,6 +314,15 @@ fn print_loop<W: Write>(
                         JobKind::Other => match others.next() {
                             Some(Other::Dso(u)) => printer.update_dso(*u),
                             Some(Other::Loaded(dso, shipped)) => printer.install(dso, *shipped),
+                            // Without an answer (the loader failed) the
+                            // printer loads the DSO itself when it needs it.
+                            Some(Other::Loading(dso)) => {
+                                if let Ok((id, shipped)) = from_loader.recv()
+                                    && id == dso
+                                {
+                                    printer.install(dso, shipped);
+                                }
+                            }
                             None => {}
                         },
                     }

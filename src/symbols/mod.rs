@@ -237,17 +237,42 @@ impl Symbolizer {
         self.dsos[i] = Some(DsoState::new(shipped));
     }
 
+    /// Whether a DSO of `kind` is loaded from its file alone (no kernel
+    /// symbols, no other DSO): such loads can run on any thread, see
+    /// [`Symbolizer::load_file`].
+    pub fn loads_from_file(kind: DsoKind) -> bool {
+        matches!(kind, DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo)
+    }
+
+    /// [`Symbolizer::ship`] for a DSO of a kind [`Symbolizer::loads_from_file`]
+    /// accepts, from its name and build-id alone.
+    pub fn load_file(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
+        let short_name = match long_name.rfind('/') {
+            Some(p) => &long_name[p + 1..],
+            None => long_name,
+        };
+        let bid = build_id.map(<[u8]>::to_vec).or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
+        let symfs = self.symfs();
+        let bdir = self.buildid_dir();
+        let search = Search { symfs: symfs.as_deref(), buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
+        let loaded = if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+            Loaded { syms: load::load_perf_map(Path::new(long_name)), ..Default::default() }
+        } else {
+            load::load_user_dso(long_name, bid.as_deref(), kind == DsoKind::Vdso, &search)
+        };
+        ShippedDso { loaded, kind, kernel: false, long_name: long_name.to_string(), short_name: short_name.to_string() }
+    }
+
     fn load_symbols(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> ShippedDso {
         let dso = dsos.get(id);
+        if Self::loads_from_file(dso.kind) {
+            return self.load_file(&dso.name, dso.kind, dso.build_id.as_deref());
+        }
         let long_name = dso.name.clone();
         let short_name: Rc<str> = match long_name.rfind('/') {
             Some(p) if dso.kind != DsoKind::Kernel => long_name[p + 1..].into(),
             _ => long_name.clone(),
         };
-        let bid = dso.build_id.clone().or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
-        let symfs = self.symfs();
-        let bdir = self.buildid_dir();
-        let search = Search { symfs: symfs.as_deref(), buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
         let mut kernel = false;
         let loaded = match dso.kind {
             DsoKind::Kernel => {
@@ -284,13 +309,8 @@ impl Symbolizer {
                     Loaded::default()
                 }
             }
-            DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo => {
-                if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
-                    Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
-                } else {
-                    load::load_user_dso(&long_name, bid.as_deref(), dso.kind == DsoKind::Vdso, &search)
-                }
-            }
+            // Loaded by `load_file` above.
+            DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo => Loaded::default(),
         };
         ShippedDso { loaded, kind: dso.kind, kernel, long_name: long_name.to_string(), short_name: short_name.to_string() }
     }
