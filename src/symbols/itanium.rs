@@ -965,36 +965,28 @@ impl<'a> Parser<'a> {
         if self.check(b'T') {
             let c = self.next_char();
             let one = |p: &mut Self, k: K, sub: P| p.make(k, sub, None);
+            // The special names of a type: vtable, VTT, typeinfo and its
+            // name, typeinfo function, Java class.
+            let of_type = match c {
+                b'V' => Some(K::Vtable),
+                b'T' => Some(K::Vtt),
+                b'I' => Some(K::Typeinfo),
+                b'S' => Some(K::TypeinfoName),
+                b'F' => Some(K::TypeinfoFn),
+                b'J' => Some(K::JavaClass),
+                _ => None,
+            };
+            if let Some(k) = of_type {
+                let t = self.ty();
+                return one(self, k, t);
+            }
             match c {
-                b'V' => {
-                    let t = self.ty();
-                    one(self, K::Vtable, t)
-                }
-                b'T' => {
-                    let t = self.ty();
-                    one(self, K::Vtt, t)
-                }
-                b'I' => {
-                    let t = self.ty();
-                    one(self, K::Typeinfo, t)
-                }
-                b'S' => {
-                    let t = self.ty();
-                    one(self, K::TypeinfoName, t)
-                }
-                b'h' => {
-                    if !self.call_offset(b'h') {
+                b'h' | b'v' => {
+                    if !self.call_offset(c) {
                         return None;
                     }
                     let e = self.encoding(false);
-                    one(self, K::Thunk, e)
-                }
-                b'v' => {
-                    if !self.call_offset(b'v') {
-                        return None;
-                    }
-                    let e = self.encoding(false);
-                    one(self, K::VirtualThunk, e)
+                    one(self, if c == b'h' { K::Thunk } else { K::VirtualThunk }, e)
                 }
                 b'c' => {
                     if !self.call_offset(0) || !self.call_offset(0) {
@@ -1010,14 +1002,6 @@ impl<'a> Parser<'a> {
                     }
                     let base = self.ty();
                     self.make(K::ConstructionVtable, base, derived)
-                }
-                b'F' => {
-                    let t = self.ty();
-                    one(self, K::TypeinfoFn, t)
-                }
-                b'J' => {
-                    let t = self.ty();
-                    one(self, K::JavaClass, t)
                 }
                 b'H' => {
                     let n = self.name(false);
