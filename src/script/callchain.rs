@@ -277,13 +277,8 @@ impl FramePrinter {
                 for e in inlines.iter() {
                     out.push(LINE);
                     if opts.sym {
-                        out.push(b' ');
-                        if cookie {
-                            out.extend_from_slice(b"(cookie)");
-                        } else {
-                            let sym = Symbol { name: e.name.clone(), start: s.start, end: s.end };
-                            stable &= symname(out, Some(&sym), map, addr, opts.symoff);
-                        }
+                        let sym = Symbol { name: e.name.clone(), start: s.start, end: s.end };
+                        stable &= sym_field(out, cookie, Some(&sym), map, addr, opts.symoff);
                     }
                     if opts.dso && !e.inlined {
                         self.dsoname(out, map, opts.dsoff, addr);
@@ -302,12 +297,7 @@ impl FramePrinter {
         }
         out.push(LINE);
         if opts.sym {
-            out.push(b' ');
-            if cookie {
-                out.extend_from_slice(b"(cookie)");
-            } else {
-                stable &= symname(out, sym.as_ref(), map, addr, opts.symoff);
-            }
+            stable &= sym_field(out, cookie, sym.as_ref(), map, addr, opts.symoff);
         }
         if opts.dso {
             self.dsoname(out, map, opts.dsoff, addr);
@@ -345,6 +335,17 @@ impl FramePrinter {
             out.extend_from_slice(line.as_bytes());
         }
     }
+}
+
+/// The sym field of a callchain line: ` name+0xoff`, or ` (cookie)` for
+/// the deferred marker's cookie entry.
+fn sym_field(out: &mut Vec<u8>, cookie: bool, sym: Option<&Symbol>, map: Option<&Map>, addr: u64, offsets: bool) -> bool {
+    out.push(b' ');
+    if cookie {
+        out.extend_from_slice(b"(cookie)");
+        return true;
+    }
+    symname(out, sym, map, addr, offsets)
 }
 
 /// perf's `__symbol__fprintf_symname_offs`; false if the offset was taken
