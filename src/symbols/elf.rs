@@ -43,11 +43,9 @@ pub const EM_386: u16 = 3;
 pub const EM_X86_64: u16 = 62;
 pub const R_X86_64_IRELATIVE: u32 = 37;
 
-/// The bytes of a file: a read-only memory map, or a copy when mapping fails.
-pub enum FileBytes {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
+/// The bytes of a file: a read-only memory map, or a copy when mapping
+/// fails (the same type the perf.data reader uses).
+pub use crate::perf_data::FileBytes;
 
 /// A section's bytes that outlive the [`Elf`] they came from.
 #[derive(Clone)]
@@ -76,16 +74,6 @@ impl std::ops::Deref for SectionBytes {
         match self {
             SectionBytes::Mapped(file, start, end) => &file[*start..*end],
             SectionBytes::Owned(b) => b,
-        }
-    }
-}
-
-impl std::ops::Deref for FileBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            FileBytes::Mapped(m) => m,
-            FileBytes::Owned(v) => v,
         }
     }
 }
