@@ -12,13 +12,13 @@ fn main() {
     let search = Search { symfs: Some(Path::new(&symfs)), buildid_dir: None, demangle: true };
     let mut l = load_user_dso(&path, None, false, &search);
     println!("{} symbols, symsrc {:?}", l.syms.len(), l.symsrc);
-    let s: Vec<_> = l.syms.iter().cloned().collect();
+    let s = l.syms.listing();
     for (i, w) in s.windows(2).enumerate() {
         if list {
-            println!("{:x}-{:x} {}", w[0].start, w[0].end, w[0].name());
+            println!("{:x}-{:x} {}", w[0].0, w[0].1, w[0].2);
         }
-        if w[0].end > w[1].start {
-            println!("overlap #{i}: {:x}-{:x} {} / {:x}-{:x} {}", w[0].start, w[0].end, w[0].name(), w[1].start, w[1].end, w[1].name());
+        if w[0].1 > w[1].0 {
+            println!("overlap #{i}: {:x}-{:x} {} / {:x}-{:x} {}", w[0].0, w[0].1, w[0].2, w[1].0, w[1].1, w[1].2);
         }
     }
 }

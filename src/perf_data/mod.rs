@@ -228,6 +228,23 @@ pub enum FileBytes {
     Owned(Vec<u8>),
 }
 
+impl FileBytes {
+    /// Gives back the pages of a mapping read so far; a later read takes
+    /// them again from the page cache, with the same bytes. Kept mappings
+    /// (symbol names read on demand) then count only what is still used.
+    pub fn release_pages(&self) {
+        if let FileBytes::Mapped(m) = self
+            && !m.is_empty()
+        {
+            // SAFETY: the whole of a read-only file mapping, page-aligned;
+            // MADV_DONTNEED on it only drops cached pages.
+            unsafe {
+                libc::madvise(m.as_ptr() as *mut libc::c_void, m.len(), libc::MADV_DONTNEED);
+            }
+        }
+    }
+}
+
 impl std::ops::Deref for FileBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader as _, SectionHeader as _};
@@ -51,14 +51,20 @@ pub use crate::perf_data::FileBytes;
 #[derive(Clone)]
 pub enum SectionBytes {
     /// `start..end` of the file.
-    Mapped(Rc<FileBytes>, usize, usize),
+    Mapped(Arc<FileBytes>, usize, usize),
     /// Decompressed.
-    Owned(Rc<[u8]>),
+    Owned(Arc<[u8]>),
 }
 
 impl SectionBytes {
     pub fn empty() -> SectionBytes {
-        SectionBytes::Owned(Rc::from(&[][..]))
+        SectionBytes::Owned(Arc::from(&[][..]))
+    }
+}
+
+impl std::fmt::Debug for SectionBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SectionBytes({} bytes)", self.len())
     }
 }
 
@@ -79,21 +85,21 @@ impl std::ops::Deref for SectionBytes {
 }
 
 /// Maps `path` read-only; `None` if it is not a readable regular file.
-pub fn map_file(path: &Path) -> Option<Rc<FileBytes>> {
+pub fn map_file(path: &Path) -> Option<Arc<FileBytes>> {
     let file = File::open(path).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
         return None;
     }
     if meta.len() == 0 {
-        return Some(Rc::new(FileBytes::Owned(Vec::new())));
+        return Some(Arc::new(FileBytes::Owned(Vec::new())));
     }
     // SAFETY: read-only mapping; object files are not expected to change
     // while pstitch runs (perf makes the same assumption). Reads beyond a
     // concurrently truncated file would fault, as they would for perf.
     match unsafe { memmap2::Mmap::map(&file) } {
-        Ok(m) => Some(Rc::new(FileBytes::Mapped(m))),
-        Err(_) => std::fs::read(path).ok().map(|v| Rc::new(FileBytes::Owned(v))),
+        Ok(m) => Some(Arc::new(FileBytes::Mapped(m))),
+        Err(_) => std::fs::read(path).ok().map(|v| Arc::new(FileBytes::Owned(v))),
     }
 }
 
@@ -127,7 +133,9 @@ pub struct Phdr {
 
 #[derive(Debug, Clone, Copy)]
 pub struct Sym<'a> {
-    pub name: &'a [u8],
+    /// The linked string table (the name is found only when asked for:
+    /// most symbols of a large library are never named).
+    pub strtab: &'a [u8],
     pub st_name: u32,
     pub st_value: u64,
     pub st_size: u64,
@@ -136,7 +144,10 @@ pub struct Sym<'a> {
     pub st_shndx: u16,
 }
 
-impl Sym<'_> {
+impl<'a> Sym<'a> {
+    pub fn name(&self) -> &'a [u8] {
+        cstr_at(self.strtab, self.st_name as usize)
+    }
     pub fn typ(&self) -> u8 {
         self.st_info & 0xf
     }
@@ -158,7 +169,7 @@ pub struct Reloc {
 
 /// A parsed ELF file.
 pub struct Elf {
-    bytes: Rc<FileBytes>,
+    bytes: Arc<FileBytes>,
     pub is_64: bool,
     pub little_endian: bool,
     pub e_type: u16,
@@ -174,7 +185,7 @@ pub struct Elf {
 
 impl Elf {
     /// Parses the headers; `None` if this is not an ELF file at all.
-    pub fn parse(bytes: Rc<FileBytes>) -> Option<Elf> {
+    pub fn parse(bytes: Arc<FileBytes>) -> Option<Elf> {
         match FileKind::parse(&bytes[..]).ok()? {
             FileKind::Elf32 => Self::parse_as::<elf::FileHeader32<Endianness>>(bytes, false),
             FileKind::Elf64 => Self::parse_as::<elf::FileHeader64<Endianness>>(bytes, true),
@@ -186,7 +197,7 @@ impl Elf {
         Elf::parse(map_file(path)?)
     }
 
-    fn parse_as<H: FileHeader<Endian = Endianness>>(bytes: Rc<FileBytes>, is_64: bool) -> Option<Elf> {
+    fn parse_as<H: FileHeader<Endian = Endianness>>(bytes: Arc<FileBytes>, is_64: bool) -> Option<Elf> {
         let data: &[u8] = &bytes;
         let hdr = H::parse(data).ok()?;
         let endian = hdr.endian().ok()?;
@@ -319,44 +330,57 @@ impl Elf {
     /// The symbols of a SYMTAB/DYNSYM section (index 0 included), with names
     /// from its linked string table. Empty if unreadable.
     pub fn symbols(&self, sec_idx: usize) -> Vec<Sym<'_>> {
-        let mut out = Vec::new();
-        let Some(s) = self.sections.get(sec_idx) else { return out };
-        let Some(data) = self.raw_data(s) else { return out };
-        let strtab = self.sections.get(s.sh_link as usize).and_then(|st| self.raw_data(st)).unwrap_or(&[]);
+        self.symbol_iter(sec_idx).collect()
+    }
+
+    /// The same, one at a time.
+    pub fn symbol_iter(&self, sec_idx: usize) -> impl Iterator<Item = Sym<'_>> + '_ {
+        let (data, strtab, n) = self.symbol_table(sec_idx).unwrap_or((&[], &[], 0));
         let entsize = if self.is_64 { 24 } else { 16 };
-        if s.sh_entsize == 0 {
-            return out;
-        }
-        let n = (s.sh_size / s.sh_entsize) as usize;
-        out.reserve(n.min(data.len() / entsize));
-        for i in 0..n {
-            let off = i * entsize;
-            if off + entsize > data.len() {
-                break;
-            }
+        data.chunks_exact(entsize).take(n).map(move |e| {
             let (st_name, st_info, st_other, st_shndx, st_value, st_size) = if self.is_64 {
                 (
-                    self.u32_at(data, off).unwrap_or(0),
-                    data[off + 4],
-                    data[off + 5],
-                    self.u16_at(data, off + 6).unwrap_or(0),
-                    self.u64_at(data, off + 8).unwrap_or(0),
-                    self.u64_at(data, off + 16).unwrap_or(0),
+                    self.u32_at(e, 0).unwrap_or(0),
+                    e[4],
+                    e[5],
+                    self.u16_at(e, 6).unwrap_or(0),
+                    self.u64_at(e, 8).unwrap_or(0),
+                    self.u64_at(e, 16).unwrap_or(0),
                 )
             } else {
                 (
-                    self.u32_at(data, off).unwrap_or(0),
-                    data[off + 12],
-                    data[off + 13],
-                    self.u16_at(data, off + 14).unwrap_or(0),
-                    self.u32_at(data, off + 4).unwrap_or(0) as u64,
-                    self.u32_at(data, off + 8).unwrap_or(0) as u64,
+                    self.u32_at(e, 0).unwrap_or(0),
+                    e[12],
+                    e[13],
+                    self.u16_at(e, 14).unwrap_or(0),
+                    self.u32_at(e, 4).unwrap_or(0) as u64,
+                    self.u32_at(e, 8).unwrap_or(0) as u64,
                 )
             };
-            let name = cstr_at(strtab, st_name as usize);
-            out.push(Sym { name, st_name, st_value, st_size, st_info, st_other, st_shndx });
-        }
-        out
+            Sym { strtab, st_name, st_value, st_size, st_info, st_other, st_shndx }
+        })
+    }
+
+    /// A symbol table's entries, its string table and its entry count.
+    fn symbol_table(&self, sec_idx: usize) -> Option<(&[u8], &[u8], usize)> {
+        let s = self.sections.get(sec_idx)?;
+        let data = self.raw_data(s)?;
+        let strtab = self.sections.get(s.sh_link as usize).and_then(|st| self.raw_data(st)).unwrap_or(&[]);
+        let n = s.sh_size.checked_div(s.sh_entsize)?;
+        Some((data, strtab, usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+
+    /// See [`FileBytes::release_pages`].
+    pub fn release_pages(&self) {
+        self.bytes.release_pages();
+    }
+
+    /// The string table linked to section `sec_idx`, to keep.
+    pub fn linked_strtab(&self, sec_idx: usize) -> Option<SectionBytes> {
+        let s = self.sections.get(sec_idx)?;
+        let b = self.raw_data(self.sections.get(s.sh_link as usize)?)?;
+        let start = b.as_ptr() as usize - self.bytes.as_ptr() as usize;
+        Some(SectionBytes::Mapped(self.bytes.clone(), start, start + b.len()))
     }
 
     /// The entries of a REL/RELA section.
@@ -449,9 +473,10 @@ fn align4(n: usize) -> usize {
 /// The NUL-terminated string at `off` (empty if out of bounds).
 pub fn cstr_at(d: &[u8], off: usize) -> &[u8] {
     let Some(rest) = d.get(off..) else { return &[] };
-    match rest.iter().position(|&b| b == 0) {
-        Some(n) => &rest[..n],
-        None => rest,
+    // CStr's search for the NUL goes a word at a time.
+    match std::ffi::CStr::from_bytes_until_nul(rest) {
+        Ok(c) => c.to_bytes(),
+        Err(_) => rest,
     }
 }
 
@@ -459,8 +484,8 @@ pub fn cstr_at(d: &[u8], off: usize) -> &[u8] {
 mod tests {
     use super::*;
 
-    fn own(v: Vec<u8>) -> Rc<FileBytes> {
-        Rc::new(FileBytes::Owned(v))
+    fn own(v: Vec<u8>) -> Arc<FileBytes> {
+        Arc::new(FileBytes::Owned(v))
     }
 
     #[test]

@@ -150,14 +150,14 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
     let mut kept = Vec::new();
     for s in t.iter() {
         let mut s = s.clone();
-        if let Some(tab) = s.name().find('\t') {
-            let module = s.name()[tab + 1..].to_string();
-            let name = s.name()[..tab].into();
-            s.set_name(name);
-            modules.entry(module).or_default().push(s);
+        // kallsyms names are plain (Sym::new).
+        let name = s.plain_name().cloned().unwrap_or_default();
+        if let Some(tab) = name.find('\t') {
+            s.set_name(name[..tab].into());
+            modules.entry(name[tab + 1..].to_string()).or_default().push(s);
             continue;
         }
-        if s.name() == "__entry_SYSCALL_64_trampoline" {
+        if &*name == "__entry_SYSCALL_64_trampoline" {
             continue;
         }
         s.start = s.start.wrapping_sub(delta);
@@ -214,7 +214,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
     #[test]
     fn last_alias_wins_and_modules_go() {
         let mut t = load(SAMPLE, Some(("_text", 0xffffffff81000000))).unwrap();
-        let v: Vec<_> = t.iter().map(|s| (s.name().to_string(), s.start, s.end)).collect();
+        let v: Vec<_> = t.listing().into_iter().map(|(start, end, n)| (n.to_string(), start, end)).collect();
         assert_eq!(v[0], ("_text".to_string(), 0xffffffff81000000, 0xffffffff81000040));
         assert_eq!(v[1], ("helper".to_string(), 0xffffffff81000040, 0xffffffff81000100));
         assert_eq!(v[2].0, "weak_fn");
@@ -228,7 +228,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
         let k = load_all(SAMPLE, None).unwrap();
         let m = &k.modules["[__builtin__ftrace]"];
         assert_eq!(m.len(), 1);
-        assert_eq!(m[0].name(), "ftrace_trampoline");
+        assert_eq!(m[0].plain_name().map(|n| &**n), Some("ftrace_trampoline"));
         assert_eq!(module_name("/lib/modules/6.1/kernel/fs/ext4/ext4.ko"), "[ext4]");
         assert_eq!(module_name("/lib/modules/x/snd-hda-codec.ko.xz"), "[snd_hda_codec]");
         assert_eq!(module_name("[kvm_intel]"), "[kvm_intel]");

@@ -196,9 +196,18 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
     if syms_ss.symtab.is_some() {
         loaded.symsrc = Some(syms_ss.path.clone());
     }
+    let loaded = load_tables(loaded, &syms_ss, &runtime_ss, search);
+    // The symbol table keeps the file mapped for its names.
+    syms_ss.elf.release_pages();
+    runtime_ss.elf.release_pages();
+    loaded
+}
+
+/// The symbol tables of a DSO, from the files chosen for it.
+fn load_tables(mut loaded: Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, search: &Search<'_>) -> Loaded {
     let mut nr = 0;
     if let Some(idx) = syms_ss.symtab {
-        match load_sym_table(&mut loaded, &syms_ss, &runtime_ss, idx, search) {
+        match load_sym_table(&mut loaded, syms_ss, runtime_ss, idx, search) {
             TableLoad::Done(n) => nr += n,
             TableLoad::Failed => return failed(loaded),
             TableLoad::Partial => return failed_midway(loaded),
@@ -208,7 +217,7 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
         // from its .dynsym pass below.
     }
     if let Some(idx) = syms_ss.dynsym {
-        match load_sym_table(&mut loaded, &syms_ss, &runtime_ss, idx, search) {
+        match load_sym_table(&mut loaded, syms_ss, runtime_ss, idx, search) {
             TableLoad::Done(n) => nr += n,
             TableLoad::Failed => return failed(loaded),
             TableLoad::Partial => return failed_midway(loaded),
@@ -285,9 +294,9 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
         return Err(None);
     }
     loaded.adjust_symbols = true;
-    let all = elf.symbols(sec_idx);
-    let mut new = Vec::with_capacity(all.len());
-    for sym in all {
+    let strtab = elf.linked_strtab(sec_idx).and_then(|t| loaded.syms.use_strtab(t));
+    let mut new = Vec::new();
+    for sym in elf.symbol_iter(sec_idx) {
         let typ = sym.typ();
         let is_label = typ == elf::STT_NOTYPE
             && sym.st_name != 0
@@ -323,7 +332,10 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
             }
         }
         let value = adjust_value(run, &sym, shdr.sh_addr, shdr.sh_offset);
-        new.push(named_sym(value, sym.st_size, sym.bind(), typ, sym.name, false, search));
+        new.push(match strtab {
+            Some(t) => Sym::in_strtab(value, sym.st_size, sym.bind(), typ, (t, sym.st_name), search.demangle),
+            None => named_sym(value, sym.st_size, sym.bind(), typ, sym.name(), false, search),
+        });
     }
     let nr = new.len();
     loaded.syms.insert_all(new);
@@ -372,7 +384,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
     let Some((header_size, mut entry_size)) = plt_sizes(elf, &plt) else { return };
     let plt_name: std::sync::Arc<str> = ".plt".into();
     loaded.syms.insert(Sym::new(plt.sh_offset, header_size, elf::STB_GLOBAL, elf::STT_FUNC, plt_name.clone()));
-    let plt_sym_key = |t: &mut super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && std::sync::Arc::ptr_eq(s.shared_name(), &plt_name));
+    let plt_sym_key = |t: &mut super::symtab::SymTab| t.position(|s| s.start == plt.sh_offset && s.plain_name().is_some_and(|n| std::sync::Arc::ptr_eq(n, &plt_name)));
     if is_x86(elf) && !synthesize_plt_got(loaded, elf, search) {
         return;
     }
@@ -430,7 +442,7 @@ fn synthesize_plt(loaded: &mut Loaded, elf: &Elf, dynsym_idx: Option<usize>, sym
     }
     let is_rela = rel.sh_type == elf::SHT_RELA;
     for r in relocs.iter().take(nr_entries as usize) {
-        let name = syms.get(r.r_sym as usize).map(|s| s.name).unwrap_or(&[]);
+        let name = syms.get(r.r_sym as usize).map(|s| s.name()).unwrap_or(&[]);
         let sym = if !name.is_empty() {
             named_sym(plt_offset, entry_size, elf::STB_GLOBAL, elf::STT_FUNC, name, true, search)
         } else {
@@ -451,11 +463,12 @@ fn ifunc_name(loaded: &mut Loaded, elf: &Elf, r: &elf::Reloc, is_rela: bool) -> 
     let addr = r.r_addend as u64;
     let p = elf.load_segment_for(addr)?;
     let addr = addr.wrapping_sub(p.p_vaddr.wrapping_sub(p.p_offset));
-    let sym = loaded.syms.find(addr)?;
+    let id = loaded.syms.find_id(addr)?;
+    let sym = loaded.syms.get(id);
     if sym.start != addr || (sym.typ != elf::STT_GNU_IFUNC && !sym.ifunc_alias) {
         return None;
     }
-    Some(format!("{}@plt", sym.name()))
+    Some(format!("{}@plt", loaded.syms.name(id)))
 }
 
 /// perf's `dso__synthesize_plt_got_symbols`; false on the error that makes
@@ -498,9 +511,9 @@ fn synthesize_plt_got(loaded: &mut Loaded, elf: &Elf, search: &Search<'_>) -> bo
                 let target = start.wrapping_add(disp as u64);
                 if let Ok(pos) = v.binary_search_by_key(&target, |e| e.0)
                     && let Some(s) = dynsyms.get(v[pos].1 as usize)
-                    && !s.name.is_empty()
+                    && !s.name().is_empty()
                 {
-                    sym = Some(named_sym(start, got.sh_entsize, elf::STB_GLOBAL, elf::STT_FUNC, s.name, true, search));
+                    sym = Some(named_sym(start, got.sh_entsize, elf::STB_GLOBAL, elf::STT_FUNC, s.name(), true, search));
                 }
             }
         }
@@ -624,7 +637,7 @@ mod tests {
         std::fs::write(&dir, "1000 20 jitted_fn\n2000 8 other one\nbad\n").unwrap();
         let mut t = load_perf_map(&dir);
         std::fs::remove_file(&dir).ok();
-        let v: Vec<_> = t.iter().map(|s| (s.start, s.end, s.name().to_string())).collect();
+        let v: Vec<_> = t.listing().into_iter().map(|(s, e, n)| (s, e, n.to_string())).collect();
         assert_eq!(v, vec![(0x1000, 0x1020, "jitted_fn".into()), (0x2000, 0x2008, "other one".into())]);
     }
 
@@ -643,7 +656,8 @@ mod tests {
         let mut l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
         let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
         assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
-        let names: Vec<&str> = l.syms.iter().map(|s| s.name()).collect();
+        let listing = l.syms.listing();
+        let names: Vec<&str> = listing.iter().map(|(_, _, n)| &**n).collect();
         assert!(names.contains(&"msort_with_tmp.part.0"));
         assert!(names.contains(&"__GI___libc_write"));
         // IRELATIVE PLT slots are named after their IFUNC symbol.
@@ -659,15 +673,16 @@ mod tests {
         let symfs = fixtures();
         let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
         let mut l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
-        let all: Vec<_> = l.syms.iter().cloned().collect();
-        let find = |n: &str| all.iter().find(|s| s.name() == n).cloned();
+        let all = l.syms.listing();
+        let find = |n: &str| all.iter().find(|s| &*s.2 == n).cloned();
         assert!(find("sim::World::energy() const").is_some());
         assert!(find("memcmp@plt").is_some());
         let main = find("main").expect("main");
         // Symbols are file offsets (ET_DYN, p_vaddr == p_offset here).
-        assert_eq!(l.syms.find(main.start + 1).map(|s| s.name()), Some("main"));
+        let id = l.syms.find_id(main.0 + 1).expect("a symbol at main+1");
+        assert_eq!(&*l.syms.name(id), "main");
         let mut raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
-        assert!(raw.syms.iter().any(|s| s.name() == "_ZNK3sim5World6energyEv"));
+        assert!(raw.syms.listing().iter().any(|s| &*s.2 == "_ZNK3sim5World6energyEv"));
     }
 
     #[test]

@@ -364,7 +364,12 @@ impl Symbolizer {
         let rel = map.map_ip(addr);
         // perf's map__load reports the failed load to the lookup that
         // triggered it; later lookups see the symbols it kept.
-        let found = if failed { None } else { st.loaded.syms.find(rel).map(|s| Symbol { name: s.shared_name().clone(), start: s.start, end: s.end }) };
+        let syms = &mut st.loaded.syms;
+        let found = if failed {
+            None
+        } else {
+            syms.find_id(rel).map(|id| Symbol { name: syms.name(id), start: syms.get(id).start, end: syms.get(id).end })
+        };
         self.transient = failed;
         found
     }

@@ -4,11 +4,11 @@
 //! same-address aliases reduced to one (`symbols__fixup_duplicate` /
 //! `choose_best_symbol`), lookups walking the tree as perf's do.
 
-use std::cell::OnceCell;
 use std::sync::Arc;
 
 use super::demangle::demangle;
-use super::elf::{STB_GLOBAL, STB_WEAK, STT_GNU_IFUNC, STT_NOTYPE};
+use super::elf::{STB_GLOBAL, STB_WEAK, STT_GNU_IFUNC, STT_NOTYPE, SectionBytes, cstr_at};
+use crate::fasthash::FastMap;
 use super::rbtree::{NodeId, RbTree};
 
 /// `bytes` as a shared string (invalid UTF-8 replaced, as perf's bytes
@@ -25,29 +25,32 @@ pub struct Sym {
     pub start: u64,
     /// Exclusive; equal to `start` for a zero-sized symbol.
     pub end: u64,
-    name: SymName,
+    raw: RawName,
+    form: NameForm,
     pub binding: u8,
     pub typ: u8,
     /// An IFUNC symbol at the same address was dropped in its favour.
     pub ifunc_alias: bool,
 }
 
-/// A symbol's name as perf shows it. perf demangles every ELF symbol as it
-/// loads it; pstitch keeps the name from the object file and demangles it
-/// the first time it is needed (printing, or choosing between aliases):
-/// most symbols of a large library are never printed.
+/// A symbol's name as found. perf demangles every ELF symbol as it loads
+/// it; pstitch leaves the name in the object file's string table and reads
+/// (and demangles) it the first time it is needed — printing, or choosing
+/// between aliases: most symbols of a large library are never named.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct SymName {
-    raw: Arc<str>,
-    form: NameForm,
-    shown: OnceCell<Arc<str>>,
+enum RawName {
+    Owned(Arc<str>),
+    /// NUL-terminated at offset `off` of the table's string table `table`
+    /// ([`SymTab::use_strtab`]).
+    Strtab { table: u8, off: u32 },
 }
 
+/// How the raw name becomes the name perf shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum NameForm {
-    /// `raw` is the name.
+    /// The raw name is the name.
     AsIs,
-    /// The demangled `raw` (or `raw` when it does not demangle).
+    /// The demangled raw name (or the raw name when it does not demangle).
     Demangled,
     /// The same followed by `@plt` (a PLT entry named after its target).
     DemangledPlt,
@@ -56,39 +59,37 @@ enum NameForm {
 impl Sym {
     /// perf's `symbol__new`: `len` 0 gives `end == start`.
     pub fn new(start: u64, len: u64, binding: u8, typ: u8, name: Arc<str>) -> Sym {
-        Sym::with_name(start, len, binding, typ, SymName { raw: name, form: NameForm::AsIs, shown: OnceCell::new() })
+        Sym::with_name(start, len, binding, typ, RawName::Owned(name), NameForm::AsIs)
     }
 
     /// A symbol whose name is shown demangled (`plt`: with `@plt` after it).
     pub fn mangled(start: u64, len: u64, binding: u8, typ: u8, raw: Arc<str>, plt: bool) -> Sym {
         let form = if plt { NameForm::DemangledPlt } else { NameForm::Demangled };
-        Sym::with_name(start, len, binding, typ, SymName { raw, form, shown: OnceCell::new() })
+        Sym::with_name(start, len, binding, typ, RawName::Owned(raw), form)
     }
 
-    fn with_name(start: u64, len: u64, binding: u8, typ: u8, name: SymName) -> Sym {
-        Sym { start, end: if len != 0 { start.wrapping_add(len) } else { start }, name, binding, typ, ifunc_alias: false }
+    /// A symbol named at offset `off` of string table `table` of the table
+    /// it goes into (see [`SymTab::use_strtab`]), shown demangled or not.
+    pub fn in_strtab(start: u64, len: u64, binding: u8, typ: u8, (table, off): (u8, u32), demangle: bool) -> Sym {
+        let form = if demangle { NameForm::Demangled } else { NameForm::AsIs };
+        Sym::with_name(start, len, binding, typ, RawName::Strtab { table, off }, form)
+    }
+
+    fn with_name(start: u64, len: u64, binding: u8, typ: u8, raw: RawName, form: NameForm) -> Sym {
+        Sym { start, end: if len != 0 { start.wrapping_add(len) } else { start }, raw, form, binding, typ, ifunc_alias: false }
     }
 
     /// Renames the symbol (to a name shown as it is).
     pub fn set_name(&mut self, name: Arc<str>) {
-        self.name = SymName { raw: name, form: NameForm::AsIs, shown: OnceCell::new() };
+        (self.raw, self.form) = (RawName::Owned(name), NameForm::AsIs);
     }
 
-    /// The name perf prints.
-    pub fn name(&self) -> &str {
-        self.shared_name()
-    }
-
-    /// The same, to keep.
-    pub fn shared_name(&self) -> &Arc<str> {
-        let n = &self.name;
-        match n.form {
-            NameForm::AsIs => &n.raw,
-            NameForm::Demangled => n.shown.get_or_init(|| demangle(&n.raw).map_or_else(|| n.raw.clone(), Into::into)),
-            NameForm::DemangledPlt => n.shown.get_or_init(|| {
-                let base = demangle(&n.raw);
-                format!("{}@plt", base.as_deref().unwrap_or(&n.raw)).into()
-            }),
+    /// The name of a symbol made with a name shown as it is ([`Sym::new`]);
+    /// `None` for the others, whose names need their table.
+    pub fn plain_name(&self) -> Option<&Arc<str>> {
+        match (&self.raw, self.form) {
+            (RawName::Owned(n), NameForm::AsIs) => Some(n),
+            _ => None,
         }
     }
 }
@@ -128,6 +129,10 @@ pub struct SymTab {
     /// The starts of `order`'s symbols, for the binary search (valid while
     /// `overlaps` is known).
     starts: Vec<u64>,
+    /// The string tables of [`RawName::Strtab`] names.
+    strtabs: Vec<SectionBytes>,
+    /// Names shown so far, other than plain owned ones.
+    shown: FastMap<NodeId, Arc<str>>,
 }
 
 const ERASED: u32 = 1 << 31;
@@ -139,6 +144,58 @@ impl SymTab {
 
     pub fn len(&self) -> usize {
         self.order.len() + self.unsorted.len()
+    }
+
+    /// Keeps `strtab` for [`Sym::in_strtab`] names and says which table it
+    /// is; `None` if it is too large for 32-bit offsets (or there are too
+    /// many): give the symbols names of their own then.
+    pub fn use_strtab(&mut self, strtab: SectionBytes) -> Option<u8> {
+        u32::try_from(strtab.len()).ok()?;
+        if let Some(i) = self.strtabs.iter().position(|t| t.as_ptr() == strtab.as_ptr() && t.len() == strtab.len()) {
+            return u8::try_from(i).ok();
+        }
+        let i = u8::try_from(self.strtabs.len()).ok()?;
+        self.strtabs.push(strtab);
+        Some(i)
+    }
+
+    /// The symbol `id`.
+    pub fn get(&self, id: NodeId) -> &Sym {
+        &self.syms[id as usize]
+    }
+
+    /// The name of `s` in the object file.
+    fn raw<'a>(&'a self, s: &'a Sym) -> &'a [u8] {
+        match &s.raw {
+            RawName::Owned(n) => n.as_bytes(),
+            RawName::Strtab { table, off } => self.strtabs.get(*table as usize).map_or(&[][..], |t| cstr_at(t, *off as usize)),
+        }
+    }
+
+    /// The name perf prints for symbol `id`.
+    pub fn name(&mut self, id: NodeId) -> Arc<str> {
+        let s = &self.syms[id as usize];
+        if let Some(n) = s.plain_name() {
+            return n.clone();
+        }
+        if let Some(n) = self.shown.get(&id) {
+            return n.clone();
+        }
+        let raw = String::from_utf8_lossy(self.raw(s));
+        let shown: Arc<str> = match s.form {
+            NameForm::AsIs => raw.into(),
+            NameForm::Demangled => demangle(&raw).map_or_else(|| raw.into(), Into::into),
+            NameForm::DemangledPlt => format!("{}@plt", demangle(&raw).as_deref().unwrap_or(&raw)).into(),
+        };
+        self.shown.insert(id, shown.clone());
+        shown
+    }
+
+    /// (start, end, name) of every symbol in address order.
+    pub fn listing(&mut self) -> Vec<(u64, u64, Arc<str>)> {
+        self.sync();
+        let order = self.order.clone();
+        order.into_iter().map(|id| (self.syms[id as usize].start, self.syms[id as usize].end, self.name(id))).collect()
     }
 
     /// perf's `symbols__insert`: equal addresses end up after the ones
@@ -218,6 +275,7 @@ impl SymTab {
     /// The symbol `id` (its start must not change: it is the tree's key).
     pub fn get_mut(&mut self, id: NodeId) -> &mut Sym {
         self.overlaps = None;
+        self.shown.remove(&id);
         &mut self.syms[id as usize]
     }
 
@@ -249,25 +307,26 @@ impl SymTab {
         self.sync();
         self.overlaps = None;
         let Some(&last) = self.order.last() else { return };
-        for w in self.order.windows(2) {
-            let curr = &self.syms[w[1] as usize];
-            let (curr_start, curr_name) = (curr.start, is_kallsyms.then(|| curr.shared_name().clone()));
-            let prev = &mut self.syms[w[0] as usize];
+        for i in 1..self.order.len() {
+            let (p, c) = (self.order[i - 1], self.order[i]);
+            let (prev, curr_start) = (&self.syms[p as usize], self.syms[c as usize].start);
             if prev.end != prev.start {
                 continue;
             }
-            let Some(curr_name) = curr_name else {
-                prev.end = curr_start;
-                continue;
+            let end = if is_kallsyms {
+                let (prev_name, curr_name) = (self.name(p), self.name(c));
+                let prev_mod = prev_name.find('[').map(|p| &prev_name[p..]);
+                let curr_mod = curr_name.find('[').map(|p| &curr_name[p..]);
+                let prev_end = self.syms[p as usize].end;
+                match (prev_mod, curr_mod) {
+                    (None, Some(_)) | (Some(_), None) => roundup_page(prev_end.wrapping_add(4096)),
+                    (Some(a), Some(b)) if a != b => roundup_page(prev_end.wrapping_add(4096)),
+                    _ => curr_start,
+                }
+            } else {
+                curr_start
             };
-            let prev_name = prev.name();
-            let prev_mod = prev_name.find('[').map(|p| &prev_name[p..]);
-            let curr_mod = curr_name.find('[').map(|p| &curr_name[p..]);
-            prev.end = match (prev_mod, curr_mod) {
-                (None, Some(_)) | (Some(_), None) => roundup_page(prev.end.wrapping_add(4096)),
-                (Some(a), Some(b)) if a != b => roundup_page(prev.end.wrapping_add(4096)),
-                _ => curr_start,
-            };
+            self.syms[p as usize].end = end;
         }
         let l = &mut self.syms[last as usize];
         if l.end == l.start {
@@ -285,20 +344,20 @@ impl SymTab {
         let mut it = order.iter().copied();
         let Some(mut curr) = it.next() else { return };
         for next in it {
-            let (c, n) = (&self.syms[curr as usize], &self.syms[next as usize]);
-            if c.start != n.start {
+            if self.syms[curr as usize].start != self.syms[next as usize].start {
                 kept.push(curr);
                 curr = next;
                 continue;
             }
-            if choose_best_symbol(c, n) {
-                if n.typ == STT_GNU_IFUNC {
+            let (c_ifunc, n_ifunc) = (self.syms[curr as usize].typ == STT_GNU_IFUNC, self.syms[next as usize].typ == STT_GNU_IFUNC);
+            if self.choose_best(curr, next) {
+                if n_ifunc {
                     self.syms[curr as usize].ifunc_alias = true;
                 }
                 // Compare the same symbol with its new successor.
                 self.erased(next);
             } else {
-                if c.typ == STT_GNU_IFUNC {
+                if c_ifunc {
                     self.syms[next as usize].ifunc_alias = true;
                 }
                 self.erased(curr);
@@ -390,61 +449,66 @@ fn prefix_underscores(s: &str) -> usize {
     s.bytes().take_while(|&b| b == b'_').count()
 }
 
-/// perf's `choose_best_symbol`: true to keep `a`, false to keep `b`.
-pub fn choose_best_symbol(a: &Sym, b: &Sym) -> bool {
-    let la = a.end.wrapping_sub(a.start) as i64;
-    let lb = b.end.wrapping_sub(b.start) as i64;
-    if lb == 0 && la > 0 {
-        return true;
-    } else if la == 0 && lb > 0 {
-        return false;
-    }
-    // Prefer a real symbol over a label at the same address.
-    if a.typ != b.typ {
-        if a.typ == STT_NOTYPE {
+impl SymTab {
+    /// perf's `choose_best_symbol` for symbols `a` and `b` of this table:
+    /// true to keep `a`, false to keep `b`.
+    fn choose_best(&mut self, a: NodeId, b: NodeId) -> bool {
+        let (sa, sb) = (&self.syms[a as usize], &self.syms[b as usize]);
+        let la = sa.end.wrapping_sub(sa.start) as i64;
+        let lb = sb.end.wrapping_sub(sb.start) as i64;
+        if lb == 0 && la > 0 {
+            return true;
+        } else if la == 0 && lb > 0 {
             return false;
         }
-        if b.typ == STT_NOTYPE {
+        // Prefer a real symbol over a label at the same address.
+        if sa.typ != sb.typ {
+            if sa.typ == STT_NOTYPE {
+                return false;
+            }
+            if sb.typ == STT_NOTYPE {
+                return true;
+            }
+        }
+        let (wa, wb) = (sa.binding == STB_WEAK, sb.binding == STB_WEAK);
+        if wb && !wa {
             return true;
         }
+        if wa && !wb {
+            return false;
+        }
+        let (ga, gb) = (sa.binding == STB_GLOBAL, sb.binding == STB_GLOBAL);
+        if ga && !gb {
+            return true;
+        }
+        if gb && !ga {
+            return false;
+        }
+        // The same name in .symtab and .dynsym: the demangled names tie too,
+        // and a demangled name can only start with "SyS" if the raw one holds it.
+        let (ra, rb) = (self.raw(sa), self.raw(sb));
+        if ra == rb && sa.form == sb.form && !ra.windows(3).any(|w| w == b"SyS") {
+            return true;
+        }
+        let (an, bn) = (self.name(a), self.name(b));
+        let (ua, ub) = (prefix_underscores(&an), prefix_underscores(&bn));
+        if ub > ua {
+            return true;
+        } else if ua > ub {
+            return false;
+        }
+        let (na, nb) = (an.len(), bn.len());
+        if na > nb {
+            return true;
+        } else if na < nb {
+            return false;
+        }
+        // arch__choose_best_symbol: avoid "SyS" syscall aliases.
+        if an.starts_with("SyS") || an.starts_with("compat_SyS") {
+            return false;
+        }
+        true
     }
-    let (wa, wb) = (a.binding == STB_WEAK, b.binding == STB_WEAK);
-    if wb && !wa {
-        return true;
-    }
-    if wa && !wb {
-        return false;
-    }
-    let (ga, gb) = (a.binding == STB_GLOBAL, b.binding == STB_GLOBAL);
-    if ga && !gb {
-        return true;
-    }
-    if gb && !ga {
-        return false;
-    }
-    // The same name in .symtab and .dynsym: the demangled names tie too,
-    // and a demangled name can only start with "SyS" if the raw one holds it.
-    if a.name.raw == b.name.raw && a.name.form == b.name.form && !a.name.raw.contains("SyS") {
-        return true;
-    }
-    let (an, bn) = (a.name(), b.name());
-    let (ua, ub) = (prefix_underscores(an), prefix_underscores(bn));
-    if ub > ua {
-        return true;
-    } else if ua > ub {
-        return false;
-    }
-    let (na, nb) = (an.len(), bn.len());
-    if na > nb {
-        return true;
-    } else if na < nb {
-        return false;
-    }
-    // arch__choose_best_symbol: avoid "SyS" syscall aliases.
-    if an.starts_with("SyS") || an.starts_with("compat_SyS") {
-        return false;
-    }
-    true
 }
 
 #[cfg(test)]
@@ -454,6 +518,12 @@ mod tests {
 
     fn s(start: u64, len: u64, bind: u8, name: &str) -> Sym {
         Sym::new(start, len, bind, STT_FUNC, name.into())
+    }
+
+    fn choose_best_symbol(a: &Sym, b: &Sym) -> bool {
+        let mut t = SymTab::default();
+        t.insert_all(vec![a.clone(), b.clone()]);
+        t.choose_best(0, 1)
     }
 
     #[test]
@@ -483,10 +553,11 @@ mod tests {
         t.insert(s(0x2010, 0, STB_GLOBAL, "last"));
         t.fixup_end(false);
         t.fixup_duplicate();
-        let v: Vec<_> = t.iter().map(|s| (s.name(), s.start, s.end)).collect();
-        assert_eq!(v, vec![("a", 0x100, 0x120), ("b", 0x120, 0x130), ("label", 0x140, 0x2010), ("last", 0x2010, 0x4000)]);
-        assert_eq!(t.find(0x11f).unwrap().name(), "a");
-        assert_eq!(t.find(0x141).unwrap().name(), "label");
+        let v: Vec<_> = t.listing().into_iter().map(|(start, end, n)| (n.to_string(), start, end)).collect();
+        let want = [("a", 0x100, 0x120), ("b", 0x120, 0x130), ("label", 0x140, 0x2010), ("last", 0x2010, 0x4000)];
+        assert_eq!(v, want.map(|(n, s, e)| (n.to_string(), s, e)));
+        assert_eq!(t.find(0x11f).unwrap().plain_name().unwrap().as_ref(), "a");
+        assert_eq!(t.find(0x141).unwrap().plain_name().unwrap().as_ref(), "label");
         assert!(t.find(0x130).is_none());
         assert!(t.find(0xff).is_none());
     }
@@ -498,7 +569,7 @@ mod tests {
         t.insert_all(vec![k(0x1000, "x"), k(0x1000, "_text"), k(0x1100, "y"), k(0x5000, "m\t[mod]"), k(0x6000, "n\t[mod2]")]);
         t.fixup_end(true);
         t.fixup_duplicate();
-        let v: Vec<_> = t.iter().map(|s| (s.name().to_string(), s.start, s.end)).collect();
+        let v: Vec<_> = t.listing().into_iter().map(|(start, end, n)| (n.to_string(), start, end)).collect();
         assert_eq!(v[0], ("_text".to_string(), 0x1000, 0x1100));
         assert_eq!(v[1], ("y".to_string(), 0x1100, 0x3000));
         assert_eq!(v[2], ("m\t[mod]".to_string(), 0x5000, 0x6000));

@@ -81,7 +81,7 @@ impl BfdFile {
         for s in syms.iter().skip(1) {
             let typ = s.typ();
             if typ == elf::STT_FILE {
-                file = Some(String::from_utf8_lossy(s.name).into());
+                file = Some(String::from_utf8_lossy(s.name()).into());
                 if state == State::Seen {
                     state = State::FileAfter;
                 }
@@ -104,11 +104,11 @@ impl BfdFile {
                     std::collections::hash_map::Entry::Occupied(mut o) => {
                         // Keep going after local symbols, stop at a global.
                         if !o.get().2 {
-                            o.insert((String::from_utf8_lossy(s.name).into(), function, global));
+                            o.insert((String::from_utf8_lossy(s.name()).into(), function, global));
                         }
                     }
                     std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert((String::from_utf8_lossy(s.name).into(), function, global));
+                        v.insert((String::from_utf8_lossy(s.name()).into(), function, global));
                     }
                 }
             }
@@ -123,7 +123,7 @@ impl BfdFile {
             cands.entry(shndx).or_default().push(Cand {
                 code_off: value,
                 size: if size != 0 { size } else { 1 },
-                name: String::from_utf8_lossy(s.name).into(),
+                name: String::from_utf8_lossy(s.name()).into(),
                 file: f,
             });
         }

@@ -276,7 +276,7 @@ mod tests {
     }
 
     fn session(bytes: Vec<u8>) -> Option<Session> {
-        Elf::parse(Rc::new(FileBytes::Owned(bytes))).map(Session::new)
+        Elf::parse(std::sync::Arc::new(FileBytes::Owned(bytes))).map(Session::new)
     }
 
     fn text_range(s: &Session) -> (u64, u64) {
@@ -321,7 +321,7 @@ mod tests {
                 variants.push(orig[..cut].to_vec());
             }
             // Scribble over the debug sections.
-            let elf = Elf::parse(Rc::new(FileBytes::Owned(orig.clone()))).unwrap();
+            let elf = Elf::parse(std::sync::Arc::new(FileBytes::Owned(orig.clone()))).unwrap();
             for name in [".debug_info", ".debug_line", ".debug_abbrev", ".debug_ranges", ".debug_rnglists", ".debug_str"] {
                 if let Some((_, s)) = elf.section_by_name(name) {
                     for seed in 0..3u64 {
