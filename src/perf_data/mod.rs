@@ -54,7 +54,7 @@ fn trailing_payload(header: &RecordHeader, record: &[u8], endian: Endian) -> std
 }
 
 /// How far behind the read position pages of a mapped input are kept.
-const KEEP_BEHIND: usize = 32 << 20;
+const KEEP_BEHIND: usize = 8 << 20;
 
 /// Gives back the pages of a read-only file mapping more than
 /// [`KEEP_BEHIND`] bytes behind `pos`, so that reading a large file does
@@ -62,7 +62,7 @@ const KEEP_BEHIND: usize = 32 << 20;
 /// there: the kernel reads such a page in again from the file if it is
 /// touched, with the same bytes.
 fn release_behind(data: &[u8], done: &mut usize, pos: usize) {
-    const STEP: usize = 8 << 20;
+    const STEP: usize = 4 << 20;
     let upto = pos.saturating_sub(KEEP_BEHIND) & !(STEP - 1);
     if upto >= *done + STEP {
         // SAFETY: the range lies inside the mapping `data` (a read-only
