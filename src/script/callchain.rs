@@ -211,6 +211,7 @@ impl FramePrinter {
     }
 
     /// Appends the line(s) of `job` to `out`.
+    #[inline]
     pub fn print(&mut self, out: &mut Vec<u8>, job: &FrameJob) {
         let FrameJob { ip, map, opts, style, cookie } = *job;
         let key: FrameKey = match &map {
@@ -219,17 +220,24 @@ impl FramePrinter {
         };
         let cacheable = !cookie && !opts.srcline;
         if cacheable {
-            let slot = front_slot(&key);
-            let (k, t) = self.front[slot];
+            // Most lines are here: a hot address seen a moment ago.
+            let (k, t) = self.front[front_slot(&key)];
             if k == key {
                 expand(out, kept(&self.texts, t), ip, opts.ip, style);
                 return;
             }
-            if let Some(&t) = self.cache.get(&key) {
-                self.front[slot] = (key, t);
-                expand(out, kept(&self.texts, t), ip, opts.ip, style);
-                return;
-            }
+        }
+        self.print_slow(out, job, key, cacheable);
+    }
+
+    /// [`FramePrinter::print`] past the front cache.
+    #[inline(never)]
+    fn print_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool) {
+        let FrameJob { ip, map, opts, style, cookie } = *job;
+        if cacheable && let Some(&t) = self.cache.get(&key) {
+            self.front[front_slot(&key)] = (key, t);
+            expand(out, kept(&self.texts, t), ip, opts.ip, style);
+            return;
         }
         let mut text = std::mem::take(&mut self.text);
         text.clear();
@@ -388,6 +396,7 @@ fn kept(texts: &[u8], (off, len): Text) -> &[u8] {
 
 /// Copies encoded frame text to `out`, each line after the address when
 /// the `ip` field is shown (`\t` first on callchain lines).
+#[inline]
 fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: LineStyle) {
     let mut prefix = [b'\t'; 17];
     if show_ip {

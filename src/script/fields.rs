@@ -407,7 +407,12 @@ impl IpOpts {
 
     /// The options as six bits (for cache keys).
     pub fn bits(self) -> u8 {
-        [self.ip, self.sym, self.dso, self.dsoff, self.symoff, self.srcline].iter().enumerate().map(|(i, &b)| u8::from(b) << i).sum()
+        u8::from(self.ip)
+            | u8::from(self.sym) << 1
+            | u8::from(self.dso) << 2
+            | u8::from(self.dsoff) << 3
+            | u8::from(self.symoff) << 4
+            | u8::from(self.srcline) << 5
     }
 }
 
