@@ -155,12 +155,36 @@ impl Script {
 type FrameKey = (u8, DsoId, u64);
 const NO_DSO: DsoId = DsoId::MAX;
 
-/// The printing side: symbols, DSO names and the formatted-line cache.
-pub struct FramePrinter {
+/// The cache key of a frame line, and whether its text may be kept at all.
+fn frame_key(job: &FrameJob) -> (FrameKey, bool) {
+    let fields = job.opts.bits() | (u8::from(job.style == LineStyle::SampleIp) << 7);
+    let key = match &job.map {
+        Some(m) => (fields, m.dso, m.map_ip(job.ip)),
+        None => (fields, NO_DSO, 0),
+    };
+    (key, !job.cookie && !job.opts.srcline)
+}
+
+/// The formatting side: symbols, DSO names, inline frames. It formats the
+/// text of a line the first time its key comes (and every time for text
+/// that is not kept) and hands it to the [`FrameCopier`], which keeps the
+/// texts and copies them into the output.
+pub struct FrameFormatter {
     symbolizer: Symbolizer,
     /// A copy of the reading side's DSO table, kept current by
     /// [`Other::Dso`] entries.
     dsos: Dsos,
+    /// The keys whose text the copier keeps: the same set as its cache.
+    kept: FastMap<FrameKey, ()>,
+    /// Bytes the copier keeps (its texts are addressed with 32 bits).
+    kept_bytes: u64,
+    /// Recently seen kept keys, direct-mapped (see [`FrameCopier::front`]).
+    front: Box<[FrameKey]>,
+    text: Vec<u8>,
+}
+
+/// The copying side: the kept texts, and the lines of the output.
+pub struct FrameCopier {
     /// Formatted lines by key, as places in `texts`.
     cache: FastMap<FrameKey, Text>,
     /// Every kept text, end to end ([`encode`]d): neighbours in time are
@@ -170,13 +194,12 @@ pub struct FramePrinter {
     /// hot addresses of a recording (kernel entry paths, a program's main
     /// loop) are looked up without touching the large table.
     front: Box<[(FrameKey, Text)]>,
-    text: Vec<u8>,
 }
 
-/// Where a kept text is in [`FramePrinter::texts`]: offset and length.
+/// Where a kept text is in [`FrameCopier::texts`]: offset and length.
 type Text = (u32, u32);
 
-/// Entries in [`FramePrinter::front`] (a power of two; 384 KiB).
+/// Entries in [`FrameCopier::front`] (a power of two; 384 KiB).
 const FRONT: usize = 16384;
 const NO_KEY: FrameKey = (u8::MAX, NO_DSO, u64::MAX);
 
@@ -189,14 +212,59 @@ fn front_slot(k: &FrameKey) -> usize {
 /// formatted; no symbol, file or DSO name can contain it.
 const LINE: u8 = 0;
 
-impl FramePrinter {
-    pub fn new(symbolizer: Symbolizer) -> FramePrinter {
-        FramePrinter {
+impl FrameCopier {
+    pub fn new() -> FrameCopier {
+        FrameCopier { cache: Default::default(), texts: Vec::new(), front: vec![(NO_KEY, (0, 0)); FRONT].into_boxed_slice() }
+    }
+
+    /// Appends the line(s) of `job` to `out`: kept text, or the next of
+    /// the formatter's `new` texts (with whether to keep it).
+    #[inline]
+    pub fn print<'a>(&mut self, out: &mut Vec<u8>, job: &FrameJob, new: &mut impl Iterator<Item = (&'a [u8], bool)>) {
+        let (key, cacheable) = frame_key(job);
+        if cacheable {
+            // Most lines are here: a hot address seen a moment ago.
+            let (k, t) = self.front[front_slot(&key)];
+            if k == key {
+                expand(out, kept(&self.texts, t), job.ip, job.opts.ip, job.style);
+                return;
+            }
+        }
+        self.print_slow(out, job, key, cacheable, new);
+    }
+
+    #[inline(never)]
+    fn print_slow<'a>(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool, new: &mut impl Iterator<Item = (&'a [u8], bool)>) {
+        if cacheable && let Some(&t) = self.cache.get(&key) {
+            self.front[front_slot(&key)] = (key, t);
+            expand(out, kept(&self.texts, t), job.ip, job.opts.ip, job.style);
+            return;
+        }
+        // The formatter sent a text for every line not kept before.
+        let Some((text, keep)) = new.next() else { return };
+        if keep {
+            let start = self.texts.len();
+            self.texts.extend_from_slice(text);
+            self.cache.insert(key, (start as u32, text.len() as u32));
+        }
+        expand(out, text, job.ip, job.opts.ip, job.style);
+    }
+}
+
+impl Default for FrameCopier {
+    fn default() -> FrameCopier {
+        FrameCopier::new()
+    }
+}
+
+impl FrameFormatter {
+    pub fn new(symbolizer: Symbolizer) -> FrameFormatter {
+        FrameFormatter {
             symbolizer,
             dsos: Dsos::default(),
-            cache: Default::default(),
-            texts: Vec::new(),
-            front: vec![(NO_KEY, (0, 0)); FRONT].into_boxed_slice(),
+            kept: Default::default(),
+            kept_bytes: 0,
+            front: vec![NO_KEY; FRONT].into_boxed_slice(),
             text: Vec::new(),
         }
     }
@@ -210,49 +278,40 @@ impl FramePrinter {
         self.symbolizer.install(dso, shipped);
     }
 
-    /// Appends the line(s) of `job` to `out`.
+    /// Appends the [`encode`]d text of `job` to `out` unless the copier
+    /// keeps it already; `Some(keep)` when it did.
     #[inline]
-    pub fn print(&mut self, out: &mut Vec<u8>, job: &FrameJob) {
-        let FrameJob { ip, map, opts, style, cookie } = *job;
-        let key: FrameKey = match &map {
-            Some(m) => (opts.bits() | (u8::from(style == LineStyle::SampleIp) << 7), m.dso, m.map_ip(ip)),
-            None => (opts.bits() | (u8::from(style == LineStyle::SampleIp) << 7), NO_DSO, 0),
-        };
-        let cacheable = !cookie && !opts.srcline;
-        if cacheable {
-            // Most lines are here: a hot address seen a moment ago.
-            let (k, t) = self.front[front_slot(&key)];
-            if k == key {
-                expand(out, kept(&self.texts, t), ip, opts.ip, style);
-                return;
-            }
+    pub fn format_job(&mut self, out: &mut Vec<u8>, job: &FrameJob) -> Option<bool> {
+        let (key, cacheable) = frame_key(job);
+        let slot = front_slot(&key);
+        if cacheable && self.front[slot] == key {
+            return None;
         }
-        self.print_slow(out, job, key, cacheable);
+        self.format_slow(out, job, key, cacheable, slot)
     }
 
-    /// [`FramePrinter::print`] past the front cache.
     #[inline(never)]
-    fn print_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool) {
-        let FrameJob { ip, map, opts, style, cookie } = *job;
-        if cacheable && let Some(&t) = self.cache.get(&key) {
-            self.front[front_slot(&key)] = (key, t);
-            expand(out, kept(&self.texts, t), ip, opts.ip, style);
-            return;
+    fn format_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool, slot: usize) -> Option<bool> {
+        if cacheable && self.kept.contains_key(&key) {
+            self.front[slot] = key;
+            return None;
         }
+        let FrameJob { ip, map, opts, style, cookie } = *job;
         let mut text = std::mem::take(&mut self.text);
         text.clear();
         let stable = self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
-        let start = self.texts.len();
-        encode(&mut self.texts, &text);
-        let len = self.texts.len() - start;
-        expand(out, &self.texts[start..], ip, opts.ip, style);
-        // Offsets are 32-bit: past 4 GiB of text, lines are made each time.
-        if cacheable && stable && let (Ok(off), Ok(len)) = (u32::try_from(start), u32::try_from(len)) {
-            self.cache.insert(key, (off, len));
-        } else {
-            self.texts.truncate(start);
-        }
+        let start = out.len();
+        encode(out, &text);
+        let len = out.len() - start;
         self.text = text;
+        // Offsets are 32-bit: past 4 GiB of text, lines are made each time.
+        let keep = cacheable && stable && u32::try_from(self.kept_bytes).is_ok() && u32::try_from(len).is_ok();
+        if keep {
+            self.kept_bytes += len as u64;
+            self.kept.insert(key, ());
+            self.front[slot] = key;
+        }
+        Some(keep)
     }
 
     /// Formats the lines of `ip` into `out`, each starting with [`LINE`];

@@ -1,22 +1,25 @@
-//! The printing thread. `perf script` spends most of its time on callchain
-//! lines; pstitch splits the work so that both halves run at once:
+//! The printing threads. `perf script` spends most of its time on callchain
+//! lines; pstitch splits the work so that its parts run at once:
 //!
 //! ```text
-//!  reading side (caller's thread)          printing side (own thread)
-//!  records, ordering, threads and maps     symbols, inline frames, srclines
-//!  text of sample lines ──────┐            ┌─> text copied through
-//!  FrameJob where a line goes ┴─ Batch ───>┴─> FramePrinter fills the line
-//!                                 (channel)     output buffer ──> writer
+//!  reading side (caller's thread)    formatter (thread)          copier (thread)
+//!  records, ordering, threads, maps  symbols, inline frames,     kept texts
+//!  text of sample lines ──────┐      srclines: the text of  ┌──> text copied through
+//!  FrameJob where a line goes ┴─ Batch ─> each new line ────┴──> lines copied in
+//!                              (channel)  added to the batch      output ──> writer
 //! ```
 //!
 //! A batch is the reading side's text plus the jobs, each at its byte
-//! position in the text; the printing side copies the text up to a job,
-//! prints the job, and so on. DSO table changes travel as jobs too, so the
-//! printing side sees the table as it was when each line was left. Batches
-//! go through a bounded channel (memory stays bounded; the reading side
-//! waits when the printer falls behind), and their buffers come back for
-//! reuse. A write error (a closed pipe) stops the printer; the reading side
-//! learns of it at its next batch and stops too.
+//! position in the text. The formatter goes through the jobs and formats
+//! the lines whose text the copier does not keep yet (the first time an
+//! address comes, in the order perf formats them), adding them to the
+//! batch; the copier copies the text up to a job, then the job's line
+//! (kept, or the next new one), and so on. DSO table changes travel as jobs
+//! too, so the formatter sees the table as it was when each line was left.
+//! Batches go through bounded channels (memory stays bounded; the reading
+//! side waits when the others fall behind), and their buffers come back
+//! for reuse. A write error (a closed pipe) stops the copier; the reading
+//! side learns of it at its next batch and stops too.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -24,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use super::callchain::{FrameJob, FramePrinter, LineStyle};
+use super::callchain::{FrameCopier, FrameFormatter, FrameJob, LineStyle};
 use super::fields::IpOpts;
 use crate::machine::Map;
 use crate::machine::dsos::DsoUpdate;
@@ -93,6 +96,10 @@ struct Batch {
     jobs: Vec<Job>,
     maps: Vec<Map>,
     others: Vec<Other>,
+    /// The formatter's new line texts, end to end, and each one's length
+    /// and whether the copier keeps it.
+    new_texts: Vec<u8>,
+    new_spans: Vec<(u32, bool)>,
 }
 
 enum Msg {
@@ -107,8 +114,12 @@ const BATCH_TEXT: usize = 256 * 1024;
 const BATCH_JOBS: usize = 16 * 1024;
 /// The printer writes when it has this much.
 const WRITE_AT: usize = 1 << 20;
-/// Batches in flight.
+/// Batches in flight between the formatter and the copier.
 const IN_FLIGHT: usize = 4;
+/// Batches the reading side may be ahead of the formatter: it goes on
+/// while the formatter waits for a large library's symbols. (With inline
+/// frames the formatter is the slower side anyway: [`IN_FLIGHT`].)
+const AHEAD: usize = 32;
 
 /// The reading side's end.
 pub struct Output {
@@ -118,9 +129,10 @@ pub struct Output {
     to_printer: Option<SyncSender<Msg>>,
     recycled: Receiver<Batch>,
     failed: Arc<AtomicBool>,
-    /// CPU time of the printer thread up to its last flush, in ns.
-    printer_cpu: Arc<AtomicU64>,
-    printer: Option<JoinHandle<()>>,
+    /// CPU time of the formatter and the copier up to the last flush, in ns.
+    printer_cpu: Arc<[AtomicU64; 2]>,
+    formatter: Option<JoinHandle<()>>,
+    copier: Option<JoinHandle<()>>,
     /// The loader thread: symbol tables of large libraries take long to
     /// read, and the reading side is the busier one.
     to_loader: Option<std::sync::mpsc::Sender<LoadRequest>>,
@@ -139,12 +151,15 @@ impl Output {
     /// Starts the printer thread writing to `out`, with a symbolizer of its
     /// own made from `config` and `build_ids`.
     pub fn start<W: Write + Send + 'static>(out: W, config: SymbolConfig, build_ids: Vec<(Vec<u8>, Vec<u8>)>) -> Output {
-        let (to_printer, from_reader) = sync_channel::<Msg>(IN_FLIGHT);
-        let (recycle, recycled) = sync_channel::<Batch>(IN_FLIGHT + 2);
+        let ahead = if config.inline { IN_FLIGHT } else { AHEAD };
+        let (to_printer, from_reader) = sync_channel::<Msg>(ahead);
+        let (to_copier, from_formatter) = sync_channel::<Msg>(IN_FLIGHT);
+        let (recycle, recycled) = sync_channel::<Batch>(ahead + IN_FLIGHT + 2);
         let failed = Arc::new(AtomicBool::new(false));
         let flag = failed.clone();
-        let printer_cpu = Arc::new(AtomicU64::new(0));
-        let cpu = printer_cpu.clone();
+        let printer_cpu = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let (format_cpu, copy_cpu) = (printer_cpu.clone(), printer_cpu.clone());
+        let format_flag = failed.clone();
         let (to_loader, requests) = std::sync::mpsc::channel::<LoadRequest>();
         let (loaded, from_loader) = std::sync::mpsc::channel::<(crate::machine::DsoId, ShippedDso)>();
         let loader_config = config.clone();
@@ -162,17 +177,21 @@ impl Output {
                 }
             })
             .expect("spawning the loader thread");
-        let printer = std::thread::Builder::new()
-            .name("pstitch-print".into())
+        let formatter = std::thread::Builder::new()
+            .name("pstitch-format".into())
             // Demangling a name at libiberty's limits nests ~1,000 deep; the
             // main thread's 8 MiB, not a spawned thread's 2 MiB default.
             .stack_size(8 << 20)
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(config);
                 symbolizer.set_build_id_pairs(build_ids);
-                print_loop(out, FramePrinter::new(symbolizer), from_reader, from_loader, recycle, flag, cpu)
+                format_loop(FrameFormatter::new(symbolizer), from_reader, to_copier, from_loader, format_flag, &format_cpu[0])
             })
-            .expect("spawning the printer thread");
+            .expect("spawning the formatter thread");
+        let copier = std::thread::Builder::new()
+            .name("pstitch-print".into())
+            .spawn(move || copy_loop(out, from_formatter, recycle, flag, &copy_cpu[1]))
+            .expect("spawning the copier thread");
         Output {
             batch: Batch::default(),
             slots: [None; MAP_SLOTS],
@@ -180,7 +199,8 @@ impl Output {
             recycled,
             failed,
             printer_cpu,
-            printer: Some(printer),
+            formatter: Some(formatter),
+            copier: Some(copier),
             to_loader: Some(to_loader),
             loader: Some(loader),
         }
@@ -241,6 +261,8 @@ impl Output {
         next.jobs.clear();
         next.maps.clear();
         next.others.clear();
+        next.new_texts.clear();
+        next.new_spans.clear();
         std::mem::swap(&mut self.batch, &mut next);
         std::mem::swap(text, &mut next.text);
         if let Some(tx) = &self.to_printer {
@@ -249,9 +271,10 @@ impl Output {
         }
     }
 
-    /// CPU time of the printer thread up to the last [`Output::flush`].
+    /// CPU time of the formatter and copier threads up to the last
+    /// [`Output::flush`].
     pub fn printer_cpu(&self) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.printer_cpu.load(Ordering::Relaxed))
+        std::time::Duration::from_nanos(self.printer_cpu.iter().map(|c| c.load(Ordering::Relaxed)).sum())
     }
 
     /// Sends `text` and waits until everything is written.
@@ -268,8 +291,9 @@ impl Drop for Output {
     fn drop(&mut self) {
         self.to_printer = None;
         self.to_loader = None;
-        if let Some(p) = self.printer.take() {
-            let _ = p.join();
+        // The formatter ends first, and its end ends the copier.
+        for t in [self.formatter.take(), self.copier.take()].into_iter().flatten() {
+            let _ = t.join();
         }
         if let Some(l) = self.loader.take() {
             let _ = l.join();
@@ -277,50 +301,48 @@ impl Drop for Output {
     }
 }
 
-fn print_loop<W: Write>(
-    mut out: W,
-    mut printer: FramePrinter,
+/// The line a frame job stands for, with the map its slot holds.
+fn frame_of(job: &Job, slots: &[Option<Map>; MAP_SLOTS]) -> FrameJob {
+    let map = if job.slot == NO_MAP { None } else { slots[job.slot as usize] };
+    let style = if job.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
+    FrameJob { ip: job.arg, map, opts: IpOpts::from_bits(job.opts), style, cookie: job.flags & COOKIE != 0 }
+}
+
+fn format_loop(
+    mut formatter: FrameFormatter,
     from_reader: Receiver<Msg>,
+    to_copier: SyncSender<Msg>,
     from_loader: Receiver<(crate::machine::DsoId, ShippedDso)>,
-    recycle: SyncSender<Batch>,
     failed: Arc<AtomicBool>,
-    cpu: Arc<AtomicU64>,
+    cpu: &AtomicU64,
 ) {
-    let mut buf: Vec<u8> = Vec::with_capacity(WRITE_AT + BATCH_TEXT);
-    let mut error: Option<std::io::Error> = None;
     let mut slots: [Option<Map>; MAP_SLOTS] = [None; MAP_SLOTS];
     while let Ok(msg) = from_reader.recv() {
         match msg {
             Msg::Batch(mut batch) => {
-                let mut from = 0;
+                // After a write error only the DSO table is still looked after.
+                let stopped = failed.load(Ordering::Relaxed);
                 let mut others = batch.others.drain(..);
                 for job in &batch.jobs {
-                    let at = job.at as usize;
-                    // After a write error only the DSO table is still
-                    // looked after.
-                    if error.is_none() {
-                        buf.extend_from_slice(&batch.text[from..at]);
-                    }
-                    from = at;
                     match job.kind {
-                        JobKind::Frame if error.is_none() => {
-                            let map = if job.slot == NO_MAP { None } else { slots[job.slot as usize] };
-                            let style = if job.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
-                            let f = FrameJob { ip: job.arg, map, opts: IpOpts::from_bits(job.opts), style, cookie: job.flags & COOKIE != 0 };
-                            printer.print(&mut buf, &f);
+                        JobKind::Frame if !stopped => {
+                            let start = batch.new_texts.len();
+                            if let Some(keep) = formatter.format_job(&mut batch.new_texts, &frame_of(job, &slots)) {
+                                batch.new_spans.push(((batch.new_texts.len() - start) as u32, keep));
+                            }
                         }
                         JobKind::Frame => {}
                         JobKind::Map => slots[job.slot as usize] = Some(batch.maps[job.arg as usize]),
                         JobKind::Other => match others.next() {
-                            Some(Other::Dso(u)) => printer.update_dso(*u),
-                            Some(Other::Loaded(dso, shipped)) => printer.install(dso, *shipped),
+                            Some(Other::Dso(u)) => formatter.update_dso(*u),
+                            Some(Other::Loaded(dso, shipped)) => formatter.install(dso, *shipped),
                             // Without an answer (the loader failed) the
-                            // printer loads the DSO itself when it needs it.
+                            // formatter loads the DSO itself when it needs it.
                             Some(Other::Loading(dso)) => {
                                 if let Ok((id, shipped)) = from_loader.recv()
                                     && id == dso
                                 {
-                                    printer.install(dso, shipped);
+                                    formatter.install(dso, shipped);
                                 }
                             }
                             None => {}
@@ -328,6 +350,49 @@ fn print_loop<W: Write>(
                     }
                 }
                 drop(others);
+                // A copier that is gone has failed; the reading side learns
+                // of it from the flag or at its flush.
+                let _ = to_copier.send(Msg::Batch(batch));
+            }
+            Msg::Flush(reply) => {
+                cpu.store(thread_cpu().as_nanos() as u64, Ordering::Relaxed);
+                if let Err(std::sync::mpsc::SendError(Msg::Flush(reply))) = to_copier.send(Msg::Flush(reply)) {
+                    let _ = reply.send(Err(std::io::Error::other("the printer thread stopped")));
+                }
+            }
+        }
+    }
+}
+
+fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncSender<Batch>, failed: Arc<AtomicBool>, cpu: &AtomicU64) {
+    let mut copier = FrameCopier::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(WRITE_AT + BATCH_TEXT);
+    let mut error: Option<std::io::Error> = None;
+    let mut slots: [Option<Map>; MAP_SLOTS] = [None; MAP_SLOTS];
+    while let Ok(msg) = from_formatter.recv() {
+        match msg {
+            Msg::Batch(batch) => {
+                let mut from = 0;
+                let mut pos = 0;
+                let texts = &batch.new_texts;
+                let mut new = batch.new_spans.iter().map(|&(len, keep)| {
+                    let t = texts.get(pos..pos + len as usize).unwrap_or_default();
+                    pos += len as usize;
+                    (t, keep)
+                });
+                for job in &batch.jobs {
+                    if error.is_some() {
+                        break;
+                    }
+                    let at = job.at as usize;
+                    buf.extend_from_slice(&batch.text[from..at]);
+                    from = at;
+                    match job.kind {
+                        JobKind::Frame => copier.print(&mut buf, &frame_of(job, &slots), &mut new),
+                        JobKind::Map => slots[job.slot as usize] = Some(batch.maps[job.arg as usize]),
+                        JobKind::Other => {}
+                    }
+                }
                 if error.is_none() {
                     buf.extend_from_slice(&batch.text[from..]);
                     if buf.len() >= WRITE_AT {
