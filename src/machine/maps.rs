@@ -12,6 +12,7 @@
 //! right:                      [d ...... b)   pgoff p + (d - a)
 //! ```
 
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 
 /// Index of a DSO in the machine's [`super::Dsos`] table.
@@ -65,10 +66,27 @@ impl Map {
 }
 
 /// A set of non-overlapping maps keyed by start address.
+///
+/// Maps change at mmap records and are looked up at every callchain
+/// entry: once a set of maps has been looked up more than a few times
+/// since it last changed, lookups go to sorted arrays made from the tree
+/// (a binary search over the starts alone touches little memory).
 #[derive(Debug, Clone, Default)]
 pub struct Maps {
     by_start: BTreeMap<u64, Map>,
+    index: OnceCell<Index>,
+    /// Lookups in the tree since the last change.
+    lookups: Cell<u32>,
 }
+
+#[derive(Debug, Clone, Default)]
+struct Index {
+    starts: Vec<u64>,
+    maps: Vec<Map>,
+}
+
+/// Lookups in the tree after a change before the arrays are made.
+const INDEX_AFTER: u32 = 32;
 
 impl Maps {
     pub fn is_empty(&self) -> bool {
@@ -85,8 +103,24 @@ impl Maps {
 
     /// The map containing `addr`.
     pub fn find(&self, addr: u64) -> Option<&Map> {
-        let (_, m) = self.by_start.range(..=addr).next_back()?;
+        let index = match self.index.get() {
+            Some(index) => index,
+            None if self.lookups.get() < INDEX_AFTER => {
+                self.lookups.set(self.lookups.get() + 1);
+                let (_, m) = self.by_start.range(..=addr).next_back()?;
+                return m.contains(addr).then_some(m);
+            }
+            None => self.index.get_or_init(|| Index { starts: self.by_start.keys().copied().collect(), maps: self.by_start.values().copied().collect() }),
+        };
+        let i = index.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
+        let m = &index.maps[i];
         m.contains(addr).then_some(m)
+    }
+
+    /// Forgets the arrays after a change.
+    fn changed(&mut self) {
+        self.index.take();
+        self.lookups.set(0);
     }
 
     /// Inserts `map`, trimming or splitting the maps it overlaps.
@@ -94,6 +128,7 @@ impl Maps {
         if map.end <= map.start {
             return;
         }
+        self.changed();
         let overlapping: Vec<u64> = self
             .by_start
             .range(..map.end)
@@ -119,12 +154,14 @@ impl Maps {
 
     /// Removes the map starting at `start`.
     pub fn remove(&mut self, start: u64) -> Option<Map> {
+        self.changed();
         self.by_start.remove(&start)
     }
 
     /// Removes every map that overlaps `[start, end)` entirely (used when a
     /// kernel symbol goes away).
     pub fn remove_range(&mut self, start: u64, end: u64) {
+        self.changed();
         let keys: Vec<u64> = self.by_start.range(..end).filter(|(_, m)| m.end > start).map(|(&s, _)| s).collect();
         for k in keys {
             self.by_start.remove(&k);
@@ -167,5 +204,42 @@ mod tests {
         // A map covering everything replaces all of it.
         maps.insert(m(0, 0x10000, 0, 3));
         assert_eq!(maps.len(), 1);
+    }
+
+    /// Lookups through the arrays (made after INDEX_AFTER lookups) answer
+    /// what the tree answers, through insertions and removals.
+    #[test]
+    fn array_lookups_follow_changes() {
+        let mut maps = Maps::default();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut via_arrays = 0;
+        for round in 0..200u64 {
+            match round % 3 {
+                0 | 1 => {
+                    let start = rnd(64) * 0x1000;
+                    maps.insert(m(start, start + (1 + rnd(4)) * 0x1000, 0, round as DsoId));
+                }
+                _ => {
+                    let nth = rnd(4) as usize;
+                    let start = maps.iter().nth(nth).map(|m| m.start);
+                    if let Some(start) = start {
+                        maps.remove(start);
+                    }
+                }
+            }
+            for _ in 0..rnd(80) {
+                let addr = rnd(70 * 0x1000);
+                let want = maps.by_start.range(..=addr).next_back().map(|(_, m)| *m).filter(|m| m.contains(addr));
+                assert_eq!(maps.find(addr).copied(), want, "round {round}, addr {addr:#x}");
+            }
+            via_arrays += usize::from(maps.index.get().is_some());
+        }
+        assert!(via_arrays > 50, "only {via_arrays} rounds used the arrays");
     }
 }
