@@ -188,12 +188,15 @@ impl Script {
 
     /// The event name perf prints: tracepoint events not named by the file
     /// are `system:name` from the tracing data.
-    fn event_name(&self, ev: &crate::perf_data::evlist::Evsel) -> String {
-        if ev.name.is_none() && ev.attr.type_ == event_type::TRACEPOINT
+    fn event_name<'a>(&self, ev: &'a crate::perf_data::evlist::Evsel) -> std::borrow::Cow<'a, str> {
+        if let Some(n) = &ev.name {
+            return n.as_str().into();
+        }
+        if ev.attr.type_ == event_type::TRACEPOINT
             && let Some(n) = self.tracing.as_ref().and_then(|t| t.event_name(ev.attr.config)) {
-                return n;
+                return n.into();
             }
-        ev.name()
+        ev.name().into()
     }
 
     /// perf's `perf_session__check_output_opt`, for file mode: check each
@@ -519,11 +522,12 @@ impl Script {
                 out.push(b'.');
                 format::uint_zero(out, nsecs, 9);
             } else {
-                let mut t = Vec::with_capacity(24);
-                format::uint(&mut t, secs, 0);
-                t.push(b'.');
-                format::uint_zero(&mut t, nsecs / 1000, 6);
-                format::pad_left(out, &t, 12);
+                // "secs.usecs", right-aligned in 12 columns.
+                let len = secs.checked_ilog10().unwrap_or(0) as usize + 1 + 7;
+                out.extend(std::iter::repeat_n(b' ', 12usize.saturating_sub(len)));
+                format::uint(out, secs, 0);
+                out.push(b'.');
+                format::uint_zero(out, nsecs / 1000, 6);
             }
             out.extend_from_slice(b": ");
         }
