@@ -131,11 +131,14 @@ pub struct Symbolizer {
     /// The last `find_symbol` answered for a load that failed half-way:
     /// later lookups of the same address may answer differently.
     transient: bool,
+    /// `config.symfs`, unless it is empty or `/`.
+    symfs: Option<Rc<Path>>,
 }
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
-        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None, transient: false }
+        let symfs = config.symfs.as_deref().filter(|s| !s.as_os_str().is_empty() && *s != Path::new("/")).map(Rc::from);
+        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None, transient: false, symfs }
     }
 
     /// Whether the last [`Symbolizer::find_symbol`] answer holds for this
@@ -176,8 +179,8 @@ impl Symbolizer {
     }
 
     /// The symfs as perf uses it (`/` is the same as none).
-    fn symfs(&self) -> Option<PathBuf> {
-        self.config.symfs.clone().filter(|s| !s.as_os_str().is_empty() && s != Path::new("/"))
+    fn symfs(&self) -> Option<Rc<Path>> {
+        self.symfs.clone()
     }
 
     fn state(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> &mut DsoState {
@@ -474,7 +477,7 @@ fn is_perf_pid_map_name(n: &str) -> bool {
 /// perf's `cmd__addr2line` session for a DSO: started on first use, if the
 /// file has a `.debug_line` section.
 fn a2l_session<'a>(st: &'a mut DsoState, symfs: Option<&Path>) -> Option<&'a mut a2l::Session> {
-    if st.a2l.is_none() {
+    if st.a2l.is_none() && st.has_debug_line != Some(false) {
         let path = srcline_dso_name(st, symfs)?;
         let has = *st.has_debug_line.get_or_insert_with(|| elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some()));
         if !has {

@@ -18,6 +18,8 @@ use crate::symbols::elf::SectionBytes;
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
 /// A DIE's attributes as (name, raw value).
 type RawAttrs<'a> = Vec<(u16, AttributeValue<R<'a>>)>;
+/// A DIE's attributes, decoded: name, value, and the DIE it refers to.
+type Attrs = Vec<(u16, Val, Option<Ref>)>;
 /// String sections and the string offset base of a unit.
 type StrSecs = (SectionBytes, SectionBytes, SectionBytes, u64, u8);
 /// A variable DIE's attributes, classified, with references and blocks.
@@ -634,7 +636,7 @@ impl Dwarf {
 
     /// The attributes of the DIE at `off` (unit-relative) in unit `ui`, or
     /// `None` for a null entry.
-    fn die_attrs(&self, ui: usize, off: u64) -> Result<Option<RawAttrs<'_>>, ()> {
+    fn die_attrs(&self, ui: usize, off: u64) -> Result<Option<Attrs>, ()> {
         let u = &self.units[ui];
         let start = u.offset.checked_add(usize::try_from(off).map_err(|_| ())?).ok_or(())?;
         let end = self.unit_end(ui);
@@ -649,12 +651,19 @@ impl Dwarf {
         };
         let mut e = gimli::EntriesRaw::new(data, enc, &u.abbrevs, UnitOffset(off as usize));
         let Some(abbrev) = e.read_abbreviation().map_err(|_| ())? else { return Ok(None) };
-        let mut out = Vec::new();
+        // Owned values, so that decoding another unit afterwards does not
+        // clash with borrowed attribute data.
+        let mut out = Vec::with_capacity(abbrev.attributes().len());
         for spec in abbrev.attributes() {
-            match e.read_attribute(*spec) {
-                Ok(a) => out.push((a.name().0, a.raw_value())),
-                Err(_) => break,
-            }
+            let Ok(a) = e.read_attribute(*spec) else { break };
+            let raw = a.raw_value();
+            let rf = match raw {
+                AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
+                AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
+                AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
+                _ => None,
+            };
+            out.push((a.name().0, self.classify(u, &raw), rf));
         }
         Ok(Some(out))
     }
@@ -699,20 +708,6 @@ impl Dwarf {
             Err(()) => return false,
         };
         let lang = self.units[ui].lang;
-        // Owned copies so that decoding another unit below does not clash
-        // with borrowed attribute data.
-        let attrs: Vec<(u16, Val, Option<Ref>)> = attrs
-            .into_iter()
-            .map(|(n, raw)| {
-                let rf = match raw {
-                    AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
-                    AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
-                    AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
-                    _ => None,
-                };
-                (n, self.classify(&self.units[ui], &raw), rf)
-            })
-            .collect();
         for (n, v, rf) in attrs {
             match (n, v) {
                 (0x03, Val::Str(s))
@@ -737,7 +732,7 @@ impl Dwarf {
                         return false;
                     }
                     if let Val::Int { v, .. } = v {
-                        decl.file = self.units[ui].decoded.as_ref().map(|d| d.lines.concat_filename(v));
+                        decl.file = self.units[ui].decoded.as_ref().map(|d| d.lines.filename(v));
                     }
                 }
                 (0x3b, Val::Int { v, .. }) => decl.line = v as u32,
@@ -769,6 +764,9 @@ impl Dwarf {
         // level, if the most recent DIE there is one.
         let mut nested: Vec<u32> = vec![NONE];
         let mut level: isize = 0;
+        // Reused for every DIE: a unit has thousands.
+        let mut attrs: RawAttrs<'_> = Vec::new();
+        let mut vals: Attrs = Vec::new();
         while level >= 0 {
             if e.is_empty() {
                 return None;
@@ -788,7 +786,7 @@ impl Dwarf {
             if nested.len() <= lv {
                 nested.resize(lv + 1, NONE);
             }
-            let mut attrs = Vec::new();
+            attrs.clear();
             if is_func || is_var {
                 attrs.reserve(abbrev.attributes().len());
                 for spec in abbrev.attributes() {
@@ -814,23 +812,21 @@ impl Dwarf {
                     Func { tag, caller, caller_file: None, caller_line: 0, name: None, is_linkage: false, aranges: Aranges::default() };
                 let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
                 let unit = &self.units[ui];
-                let vals: Vec<(u16, Val, Option<Ref>)> = std::mem::take(&mut attrs)
-                    .into_iter()
-                    .map(|(n, raw)| {
-                        let rf = match raw {
-                            AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
-                            AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
-                            AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
-                            _ => None,
-                        };
-                        (n, self.classify(unit, &raw), rf)
-                    })
-                    .collect();
-                for (n, v, rf) in vals {
+                vals.clear();
+                vals.extend(attrs.drain(..).map(|(n, raw)| {
+                    let rf = match raw {
+                        AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
+                        AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
+                        AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
+                        _ => None,
+                    };
+                    (n, self.classify(unit, &raw), rf)
+                }));
+                for (n, v, rf) in vals.drain(..) {
                     match (n, v) {
                         (0x58, Val::Int { v, .. }) => {
                             let d = self.units[ui].decoded.as_ref()?;
-                            f.caller_file = Some(d.lines.concat_filename(v));
+                            f.caller_file = Some(d.lines.filename(v));
                         }
                         (0x59, Val::Int { v, .. }) => f.caller_line = v as u32,
                         (0x31 | 0x47, Val::Int { v, .. }) => {
@@ -875,7 +871,7 @@ impl Dwarf {
                 nested[lv] = NONE;
             }
             if is_var
-                && let Some(v) = self.scan_var(ui, attrs) {
+                && let Some(v) = self.scan_var(ui, &mut attrs) {
                     vars.push(v);
                 }
             if abbrev.has_children() {
@@ -893,7 +889,7 @@ impl Dwarf {
 
     /// The `varinfo` of a variable or member DIE, if it has a static
     /// address (binutils' `stack` false).
-    fn scan_var(&mut self, ui: usize, attrs: RawAttrs<'_>) -> Option<Var> {
+    fn scan_var(&mut self, ui: usize, attrs: &mut RawAttrs<'_>) -> Option<Var> {
         // Only variables with DW_AT_external or a DW_OP_addr location can
         // ever match; skip the others (most are locals) cheaply.
         let is_static = attrs.iter().any(|(n, raw)| match (*n, raw) {
@@ -908,7 +904,7 @@ impl Dwarf {
         let unit = &self.units[ui];
         let addr_size = unit.addr_size;
         let vals: VarAttrs = attrs
-            .into_iter()
+            .drain(..)
             .map(|(n, raw)| {
                 let rf = match raw {
                     AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
@@ -942,7 +938,7 @@ impl Dwarf {
                 }
                 (0x03, Val::Str(s)) => var.name = s,
                 (0x3a, Val::Int { v, .. }) => {
-                    var.file = self.units[ui].decoded.as_ref().map(|d| d.lines.concat_filename(v));
+                    var.file = self.units[ui].decoded.as_ref().map(|d| d.lines.filename(v));
                 }
                 (0x3b, Val::Int { v, .. }) => var.line = v as u32,
                 (0x3f, Val::Int { v, .. }) if v != 0 => stack = false,

@@ -56,6 +56,8 @@ pub struct LineTable {
     lcl_head: u32,
     /// [low, high] of each sequence, for the unit's address ranges.
     pub seq_ranges: Vec<(u64, u64)>,
+    /// [`LineTable::filename`] answers by file number.
+    memo: std::cell::RefCell<Vec<Option<Rc<str>>>>,
 }
 
 /// String sections a line table header may refer to.
@@ -118,6 +120,25 @@ impl LineTable {
             (Some(d), Some(s)) => format!("{d}/{s}/{name}").into(),
             (Some(d), None) => format!("{d}/{name}").into(),
         }
+    }
+
+    /// [`LineTable::concat_filename`] for a decoded table (its file list
+    /// no longer changes), each answer made once: DIEs name their files by
+    /// number, many times over.
+    pub fn filename(&self, file: u64) -> Rc<str> {
+        let Some(i) = usize::try_from(file).ok().filter(|&i| i <= self.files.len()) else {
+            return self.concat_filename(file);
+        };
+        if let Some(Some(n)) = self.memo.borrow().get(i) {
+            return n.clone();
+        }
+        let n = self.concat_filename(file);
+        let mut memo = self.memo.borrow_mut();
+        if memo.len() <= i {
+            memo.resize(i + 1, None);
+        }
+        memo[i] = Some(n.clone());
+        n
     }
 
     fn intern(&mut self, name: Rc<str>) -> u32 {
