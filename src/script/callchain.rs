@@ -8,15 +8,19 @@
 //!  \____ ip ______/ \___________ the same for every sample _________/
 //! ```
 //!
-//! The work is split in two (see [`super::output`]): the reading side
+//! The work is split in three (see [`super::output`]): the reading side
 //! walks the callchain and finds each address's map in the thread's
 //! address space at that moment, and leaves a [`FrameJob`] in the output
-//! where the line goes; the printing side, on its own thread, looks the
-//! symbol up and formats the line ([`FramePrinter`]).
+//! where the line goes; the formatter, on its own thread, looks the symbol
+//! up and formats the line ([`FrameFormatter`]); the copier, on another,
+//! copies it into the output ([`FrameCopier`]).
 //!
 //! The part after the address depends only on the DSO, the address inside
 //! it and the output fields, so it is formatted once and kept in a cache
-//! keyed by (fields, DSO, DSO address). An address with inline frames
+//! keyed by (fields, DSO, DSO address). The formatter knows which keys
+//! the copier keeps and formats a line only when the copier does not have
+//! it; both make the same decision about keeping it, so the copier can take
+//! the new texts in the order they come. An address with inline frames
 //! prints several lines, each starting with the same address.
 //!
 //! Some text must not be cached: the `(cookie)` frame of a deferred
