@@ -702,4 +702,54 @@ mod tests {
         assert!(l.syms.is_empty() && l.symsrc.is_none());
         std::fs::remove_dir_all(&dir).ok();
     }
+
+    /// Symbol tables and string tables with damaged entries (names past
+    /// the table's end, odd sizes, section indexes, bindings) load, look up
+    /// and name their symbols without panicking.
+    #[test]
+    fn damaged_symbol_tables_load() {
+        let orig = std::fs::read(fixtures().join("tmp/pstitch-fixtures/bin/cppwork")).unwrap();
+        let elf = Elf::parse(std::sync::Arc::new(crate::perf_data::FileBytes::Owned(orig.clone()))).unwrap();
+        // The byte ranges of .symtab, .strtab, .dynsym and .dynstr.
+        let ranges: Vec<(usize, usize)> = [".symtab", ".strtab", ".dynsym", ".dynstr"]
+            .iter()
+            .filter_map(|n| elf.section_by_name(n).map(|(_, s)| (s.sh_offset as usize, s.sh_size as usize)))
+            .collect();
+        assert_eq!(ranges.len(), 4);
+        let dir = std::env::temp_dir().join(format!("pstitch-damaged-syms-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let search = Search { symfs: Some(&dir), buildid_dir: None, demangle: true };
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut named = 0;
+        for round in 0..150 {
+            let mut bytes = orig.clone();
+            for _ in 0..1 + rnd(40) {
+                let (off, len) = ranges[rnd(ranges.len() as u64) as usize];
+                let i = off + rnd(len as u64) as usize;
+                bytes[i] = match rnd(3) {
+                    0 => 0xff,
+                    1 => 0,
+                    _ => rnd(256) as u8,
+                };
+            }
+            let name = format!("/bin-{round}");
+            std::fs::write(dir.join(&name[1..]), &bytes).unwrap();
+            let mut l = load_user_dso(&name, None, false, &search);
+            named += l.syms.listing().len();
+            for ip in (0..0x4000).step_by(0x40) {
+                if let Some(id) = l.syms.find_id(ip) {
+                    let _ = l.syms.name(id);
+                }
+            }
+            std::fs::remove_file(dir.join(&name[1..])).ok();
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(named > 0);
+    }
 }
