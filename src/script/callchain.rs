@@ -169,41 +169,49 @@ fn frame_key(job: &FrameJob) -> (FrameKey, bool) {
     (key, !job.cookie && !job.opts.srcline)
 }
 
-/// The formatting side: symbols, DSO names, inline frames. It formats the
-/// text of a line the first time its key comes (and every time for text
-/// that is not kept) and hands it to the [`FrameCopier`], which keeps the
-/// texts and copies them into the output.
+/// The formatting side: symbols, DSO names, inline frames, and the cache
+/// of formatted lines. It formats the text of a line the first time its
+/// key comes (and every time for text that is not kept) and tells the
+/// [`FrameCopier`] for each line where its text is: in the copier's store
+/// of kept texts, whose layout the formatter knows since the copier stores
+/// them in the order it is given them, or new.
 pub struct FrameFormatter {
     symbolizer: Symbolizer,
     /// A copy of the reading side's DSO table, kept current by
     /// [`Other::Dso`] entries.
     dsos: Dsos,
-    /// The keys whose text the copier keeps: the same set as its cache.
-    kept: FastMap<FrameKey, ()>,
-    /// Bytes the copier keeps (its texts are addressed with 32 bits).
-    kept_bytes: u64,
-    /// Recently seen kept keys, direct-mapped (see [`FrameCopier::front`]).
-    front: Box<[FrameKey]>,
-    text: Vec<u8>,
-}
-
-/// The copying side: the kept texts, and the lines of the output.
-pub struct FrameCopier {
-    /// Formatted lines by key, as places in `texts`.
+    /// Kept lines by key, as places in the copier's store.
     cache: FastMap<FrameKey, Text>,
-    /// Every kept text, end to end ([`encode`]d): neighbours in time are
-    /// neighbours in memory, and there is no allocation per text.
-    texts: Vec<u8>,
+    /// Size of the copier's store.
+    kept_bytes: u64,
     /// A small direct-mapped copy of recently used `cache` entries: the
     /// hot addresses of a recording (kernel entry paths, a program's main
     /// loop) are looked up without touching the large table.
     front: Box<[(FrameKey, Text)]>,
+    text: Vec<u8>,
+}
+
+/// Where the copier finds the text of a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameText {
+    /// In its store.
+    Kept(Text),
+    /// Next in the batch's new texts, this long; to be stored or not.
+    New(u32, bool),
+}
+
+/// The copying side: the kept texts, and the lines of the output.
+#[derive(Default)]
+pub struct FrameCopier {
+    /// Every kept text, end to end ([`encode`]d): neighbours in time are
+    /// neighbours in memory, and there is no allocation per text.
+    texts: Vec<u8>,
 }
 
 /// Where a kept text is in [`FrameCopier::texts`]: offset and length.
-type Text = (u32, u32);
+pub type Text = (u32, u32);
 
-/// Entries in [`FrameCopier::front`] (a power of two; 384 KiB).
+/// Entries in [`FrameFormatter::front`] (a power of two; 384 KiB).
 const FRONT: usize = 16384;
 const NO_KEY: FrameKey = (u8::MAX, NO_DSO, u64::MAX);
 
@@ -218,46 +226,22 @@ const LINE: u8 = 0;
 
 impl FrameCopier {
     pub fn new() -> FrameCopier {
-        FrameCopier { cache: Default::default(), texts: Vec::new(), front: vec![(NO_KEY, (0, 0)); FRONT].into_boxed_slice() }
+        FrameCopier::default()
     }
 
-    /// Appends the line(s) of `job` to `out`: kept text, or the next of
-    /// the formatter's `new` texts (with whether to keep it).
+    /// Appends the line(s) of a frame at `ip` to `out`; `new` has the
+    /// text when `at` says it is new.
     #[inline]
-    pub fn print<'a>(&mut self, out: &mut Vec<u8>, job: &FrameJob, new: &mut impl Iterator<Item = (&'a [u8], bool)>) {
-        let (key, cacheable) = frame_key(job);
-        if cacheable {
-            // Most lines are here: a hot address seen a moment ago.
-            let (k, t) = self.front[front_slot(&key)];
-            if k == key {
-                expand(out, kept(&self.texts, t), job.ip, job.opts.ip, job.style);
-                return;
+    pub fn print(&mut self, out: &mut Vec<u8>, ip: u64, show_ip: bool, style: LineStyle, at: FrameText, new: &[u8]) {
+        match at {
+            FrameText::Kept(t) => expand(out, kept(&self.texts, t), ip, show_ip, style),
+            FrameText::New(_, keep) => {
+                if keep {
+                    self.texts.extend_from_slice(new);
+                }
+                expand(out, new, ip, show_ip, style);
             }
         }
-        self.print_slow(out, job, key, cacheable, new);
-    }
-
-    #[inline(never)]
-    fn print_slow<'a>(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool, new: &mut impl Iterator<Item = (&'a [u8], bool)>) {
-        if cacheable && let Some(&t) = self.cache.get(&key) {
-            self.front[front_slot(&key)] = (key, t);
-            expand(out, kept(&self.texts, t), job.ip, job.opts.ip, job.style);
-            return;
-        }
-        // The formatter sent a text for every line not kept before.
-        let Some((text, keep)) = new.next() else { return };
-        if keep {
-            let start = self.texts.len();
-            self.texts.extend_from_slice(text);
-            self.cache.insert(key, (start as u32, text.len() as u32));
-        }
-        expand(out, text, job.ip, job.opts.ip, job.style);
-    }
-}
-
-impl Default for FrameCopier {
-    fn default() -> FrameCopier {
-        FrameCopier::new()
     }
 }
 
@@ -266,9 +250,9 @@ impl FrameFormatter {
         FrameFormatter {
             symbolizer,
             dsos: Dsos::default(),
-            kept: Default::default(),
+            cache: Default::default(),
             kept_bytes: 0,
-            front: vec![NO_KEY; FRONT].into_boxed_slice(),
+            front: vec![(NO_KEY, (0, 0)); FRONT].into_boxed_slice(),
             text: Vec::new(),
         }
     }
@@ -282,23 +266,26 @@ impl FrameFormatter {
         self.symbolizer.install(dso, shipped);
     }
 
-    /// Appends the [`encode`]d text of `job` to `out` unless the copier
-    /// keeps it already; `Some(keep)` when it did.
+    /// Where the text of `job`'s line is; a new text is [`encode`]d onto
+    /// `out`.
     #[inline]
-    pub fn format_job(&mut self, out: &mut Vec<u8>, job: &FrameJob) -> Option<bool> {
+    pub fn format_job(&mut self, out: &mut Vec<u8>, job: &FrameJob) -> FrameText {
         let (key, cacheable) = frame_key(job);
         let slot = front_slot(&key);
-        if cacheable && self.front[slot] == key {
-            return None;
+        if cacheable {
+            let (k, t) = self.front[slot];
+            if k == key {
+                return FrameText::Kept(t);
+            }
         }
         self.format_slow(out, job, key, cacheable, slot)
     }
 
     #[inline(never)]
-    fn format_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool, slot: usize) -> Option<bool> {
-        if cacheable && self.kept.contains_key(&key) {
-            self.front[slot] = key;
-            return None;
+    fn format_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool, slot: usize) -> FrameText {
+        if cacheable && let Some(&t) = self.cache.get(&key) {
+            self.front[slot] = (key, t);
+            return FrameText::Kept(t);
         }
         let FrameJob { ip, map, opts, style, cookie } = *job;
         let mut text = std::mem::take(&mut self.text);
@@ -309,13 +296,15 @@ impl FrameFormatter {
         let len = out.len() - start;
         self.text = text;
         // Offsets are 32-bit: past 4 GiB of text, lines are made each time.
-        let keep = cacheable && stable && u32::try_from(self.kept_bytes).is_ok() && u32::try_from(len).is_ok();
+        let place = (u32::try_from(self.kept_bytes), u32::try_from(len));
+        let (Ok(off), Ok(len)) = place else { return FrameText::New(len as u32, false) };
+        let keep = cacheable && stable;
         if keep {
-            self.kept_bytes += len as u64;
-            self.kept.insert(key, ());
-            self.front[slot] = key;
+            self.kept_bytes += u64::from(len);
+            self.cache.insert(key, (off, len));
+            self.front[slot] = (key, (off, len));
         }
-        Some(keep)
+        FrameText::New(len, keep)
     }
 
     /// Formats the lines of `ip` into `out`, each starting with [`LINE`];

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use super::callchain::{FrameCopier, FrameFormatter, FrameJob, LineStyle};
+use super::callchain::{FrameCopier, FrameFormatter, FrameJob, FrameText, LineStyle};
 use super::fields::IpOpts;
 use crate::machine::Map;
 use crate::machine::dsos::DsoUpdate;
@@ -96,10 +96,10 @@ struct Batch {
     jobs: Vec<Job>,
     maps: Vec<Map>,
     others: Vec<Other>,
-    /// The formatter's new line texts, end to end, and each one's length
-    /// and whether the copier keeps it.
+    /// Where the text of each frame job's line is (from the formatter),
+    /// and the new texts, end to end.
+    frames: Vec<FrameText>,
     new_texts: Vec<u8>,
-    new_spans: Vec<(u32, bool)>,
 }
 
 enum Msg {
@@ -262,7 +262,7 @@ impl Output {
         next.maps.clear();
         next.others.clear();
         next.new_texts.clear();
-        next.new_spans.clear();
+        next.frames.clear();
         std::mem::swap(&mut self.batch, &mut next);
         std::mem::swap(text, &mut next.text);
         if let Some(tx) = &self.to_printer {
@@ -326,10 +326,8 @@ fn format_loop(
                 for job in &batch.jobs {
                     match job.kind {
                         JobKind::Frame if !stopped => {
-                            let start = batch.new_texts.len();
-                            if let Some(keep) = formatter.format_job(&mut batch.new_texts, &frame_of(job, &slots)) {
-                                batch.new_spans.push(((batch.new_texts.len() - start) as u32, keep));
-                            }
+                            let at = formatter.format_job(&mut batch.new_texts, &frame_of(job, &slots));
+                            batch.frames.push(at);
                         }
                         JobKind::Frame => {}
                         JobKind::Map => slots[job.slot as usize] = Some(batch.maps[job.arg as usize]),
@@ -368,18 +366,12 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
     let mut copier = FrameCopier::new();
     let mut buf: Vec<u8> = Vec::with_capacity(WRITE_AT + BATCH_TEXT);
     let mut error: Option<std::io::Error> = None;
-    let mut slots: [Option<Map>; MAP_SLOTS] = [None; MAP_SLOTS];
     while let Ok(msg) = from_formatter.recv() {
         match msg {
             Msg::Batch(batch) => {
                 let mut from = 0;
                 let mut pos = 0;
-                let texts = &batch.new_texts;
-                let mut new = batch.new_spans.iter().map(|&(len, keep)| {
-                    let t = texts.get(pos..pos + len as usize).unwrap_or_default();
-                    pos += len as usize;
-                    (t, keep)
-                });
+                let mut frames = batch.frames.iter();
                 for job in &batch.jobs {
                     if error.is_some() {
                         break;
@@ -387,11 +379,21 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
                     let at = job.at as usize;
                     buf.extend_from_slice(&batch.text[from..at]);
                     from = at;
-                    match job.kind {
-                        JobKind::Frame => copier.print(&mut buf, &frame_of(job, &slots), &mut new),
-                        JobKind::Map => slots[job.slot as usize] = Some(batch.maps[job.arg as usize]),
-                        JobKind::Other => {}
+                    if job.kind != JobKind::Frame {
+                        continue;
                     }
+                    // The formatter placed every frame (unless writing failed).
+                    let Some(&place) = frames.next() else { break };
+                    let new = match place {
+                        FrameText::New(len, _) => {
+                            let t = batch.new_texts.get(pos..pos + len as usize).unwrap_or_default();
+                            pos += len as usize;
+                            t
+                        }
+                        FrameText::Kept(_) => &[],
+                    };
+                    let style = if job.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
+                    copier.print(&mut buf, job.arg, IpOpts::from_bits(job.opts).ip, style, place, new);
                 }
                 if error.is_none() {
                     buf.extend_from_slice(&batch.text[from..]);
