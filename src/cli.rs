@@ -373,8 +373,37 @@ pub fn run_script<W: Write + Send + 'static>(args: &ScriptArgs, out: W, err: &mu
         m.mtime()
     });
     let progress = if progress { ProgressLine::for_terminal(&name) } else { None };
-    let source = Source { name: &name, mtime, limits: Limits::default(), progress };
+    let source = Source { name: &name, mtime, limits: Limits::default(), progress, process_exits: true };
     run_prepared(args, prepared, source, input, out, err)
+}
+
+/// A value freed when it goes out of scope, unless the process is about
+/// to exit: then the exit takes it back whole. (A script's threads wait for
+/// input that will not come; the exit ends them.)
+struct KeepAtExit<T> {
+    value: Option<T>,
+    exiting: bool,
+}
+
+impl<T> Drop for KeepAtExit<T> {
+    fn drop(&mut self) {
+        if self.exiting {
+            std::mem::forget(self.value.take());
+        }
+    }
+}
+
+impl<T> std::ops::Deref for KeepAtExit<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value.as_ref().expect("taken only when dropped")
+    }
+}
+
+impl<T> std::ops::DerefMut for KeepAtExit<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.value.as_mut().expect("taken only when dropped")
+    }
 }
 
 /// Where the input came from, and how to read it.
@@ -384,13 +413,18 @@ struct Source<'n> {
     mtime: Option<i64>,
     limits: Limits,
     progress: Option<ProgressLine>,
+    /// The process ends after this run (the command line's run): what the
+    /// run built (symbol tables, inline-frame state, caches: hundreds of
+    /// thousands of allocations) is left to the exit instead of being
+    /// freed one by one.
+    process_exits: bool,
 }
 
 /// `pstitch script` on an opened input (`name` is how messages call it),
 /// within `limits`. Never panics on any input; returns the exit code.
 pub fn run_input<W: Write + Send + 'static>(args: &ScriptArgs, name: &str, input: Input, limits: Limits, out: W, err: &mut dyn Write) -> u8 {
     match prepare(args, err) {
-        Ok(p) => run_prepared(args, p, Source { name, mtime: None, limits, progress: None }, input, out, err),
+        Ok(p) => run_prepared(args, p, Source { name, mtime: None, limits, progress: None, process_exits: false }, input, out, err),
         Err(code) => code,
     }
 }
@@ -459,7 +493,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
             return EXIT_DAMAGED;
         }
     }
-    let mut script = Script::new(opts, symbolizer, out);
+    let mut script = KeepAtExit { value: Some(Script::new(opts, symbolizer, out)), exiting: source.process_exits };
     let pipe = input.pipe;
     if !pipe {
         if let Some(td) = features.get(crate::perf_data::features::feat::TRACING_DATA)
@@ -485,7 +519,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     let result = if pipe && (args.header || args.show_info) {
         // perf prints pipe-mode features as they arrive.
         let mut tool = header::WithFeatures {
-            inner: &mut script,
+            inner: &mut *script,
             write: |s: &mut Script, text: &[u8]| s.write_through(text),
             stream: header::FeatureStream::new(args.show_info, header::Pmus::system()),
             warnings: Vec::new(),
@@ -494,7 +528,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
         feature_warnings = tool.warnings;
         r
     } else {
-        session.run(&mut script)
+        session.run(&mut *script)
     };
     let flushed = script.flush();
     // `pstitch script ... | head`: the reader has gone, so has our audience.
