@@ -20,6 +20,16 @@ type R<'a> = EndianSlice<'a, RunTimeEndian>;
 type RawAttrs<'a> = Vec<(u16, AttributeValue<R<'a>>)>;
 /// A DIE's attributes, decoded: name, value, and the DIE it refers to.
 type Attrs = Vec<(u16, Val, Option<Ref>)>;
+
+/// The DIE an attribute value refers to, if it is a reference.
+fn ref_of(raw: &AttributeValue<R<'_>>) -> Option<Ref> {
+    match raw {
+        AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
+        AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
+        AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
+        _ => None,
+    }
+}
 /// String sections and the string offset base of a unit.
 type StrSecs = (SectionBytes, SectionBytes, SectionBytes, u64, u8);
 /// A variable DIE's attributes, classified, with references and blocks.
@@ -657,12 +667,7 @@ impl Dwarf {
         for spec in abbrev.attributes() {
             let Ok(a) = e.read_attribute(*spec) else { break };
             let raw = a.raw_value();
-            let rf = match raw {
-                AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
-                AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
-                AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
-                _ => None,
-            };
+            let rf = ref_of(&raw);
             out.push((a.name().0, self.classify(u, &raw), rf));
         }
         Ok(Some(out))
@@ -814,12 +819,7 @@ impl Dwarf {
                 let unit = &self.units[ui];
                 vals.clear();
                 vals.extend(attrs.drain(..).map(|(n, raw)| {
-                    let rf = match raw {
-                        AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
-                        AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
-                        AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
-                        _ => None,
-                    };
+                    let rf = ref_of(&raw);
                     (n, self.classify(unit, &raw), rf)
                 }));
                 for (n, v, rf) in vals.drain(..) {
@@ -906,12 +906,7 @@ impl Dwarf {
         let vals: VarAttrs = attrs
             .drain(..)
             .map(|(n, raw)| {
-                let rf = match raw {
-                    AttributeValue::UnitRef(o) => Some(Ref::Local(o.0 as u64)),
-                    AttributeValue::DebugInfoRef(o) => Some(Ref::Global(o.0 as u64)),
-                    AttributeValue::DebugInfoRefSup(_) => Some(Ref::Alt),
-                    _ => None,
-                };
+                let rf = ref_of(&raw);
                 let blk = match raw {
                     AttributeValue::Exprloc(e) => Some(e.0.slice().to_vec()),
                     AttributeValue::Block(b) => Some(b.slice().to_vec()),
