@@ -20,3 +20,19 @@ pub mod script;
 pub mod session;
 pub mod symbols;
 pub mod tracepoint;
+
+/// Helpers for the unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// Deterministic pseudo-random numbers below `n` (xorshift64; `seed`
+    /// must not be 0).
+    pub fn rng(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        }
+    }
+}

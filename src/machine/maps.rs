@@ -211,13 +211,7 @@ mod tests {
     #[test]
     fn array_lookups_follow_changes() {
         let mut maps = Maps::default();
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = crate::testing::rng(0x9e37_79b9_7f4a_7c15);
         let mut via_arrays = 0;
         for round in 0..200u64 {
             match round % 3 {

@@ -719,13 +719,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pstitch-damaged-syms-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let search = Search { symfs: Some(&dir), buildid_dir: None, demangle: true };
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = crate::testing::rng(0x2545_f491_4f6c_dd1d);
         let mut named = 0;
         for round in 0..150 {
             let mut bytes = orig.clone();

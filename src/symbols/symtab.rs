@@ -581,13 +581,7 @@ mod tests {
     /// insertions, fixups and erasures.
     #[test]
     fn lookups_match_perfs_tree_walk() {
-        let mut x: u64 = 0x2545f4914f6cdd1d;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = crate::testing::rng(0x2545f4914f6cdd1d);
         let mut fast_rounds = 0;
         for round in 0..300 {
             let mut t = SymTab::default();
