@@ -108,11 +108,11 @@ enum Msg {
     Flush(SyncSender<std::io::Result<()>>),
 }
 
-/// Text past this size goes to the printer.
+/// Text past this size goes to the formatter.
 const BATCH_TEXT: usize = 256 * 1024;
 /// As do this many jobs.
 const BATCH_JOBS: usize = 16 * 1024;
-/// The printer writes when it has this much.
+/// The copier writes when it has this much.
 const WRITE_AT: usize = 1 << 20;
 /// Batches in flight between the formatter and the copier.
 const IN_FLIGHT: usize = 4;
@@ -148,8 +148,8 @@ pub fn thread_cpu() -> std::time::Duration {
 }
 
 impl Output {
-    /// Starts the printer thread writing to `out`, with a symbolizer of its
-    /// own made from `config` and `build_ids`.
+    /// Starts the loader, the formatter (with a symbolizer of its own made
+    /// from `config` and `build_ids`) and the copier writing to `out`.
     pub fn start<W: Write + Send + 'static>(out: W, config: SymbolConfig, build_ids: Vec<(Vec<u8>, Vec<u8>)>) -> Output {
         let ahead = if config.inline { IN_FLIGHT } else { AHEAD };
         let (to_printer, from_reader) = sync_channel::<Msg>(ahead);
