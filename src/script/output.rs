@@ -301,11 +301,17 @@ impl Drop for Output {
     }
 }
 
+impl Job {
+    /// A frame job's line style.
+    fn style(&self) -> LineStyle {
+        if self.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain }
+    }
+}
+
 /// The line a frame job stands for, with the map its slot holds.
 fn frame_of(job: &Job, slots: &[Option<Map>; MAP_SLOTS]) -> FrameJob {
     let map = if job.slot == NO_MAP { None } else { slots[job.slot as usize] };
-    let style = if job.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
-    FrameJob { ip: job.arg, map, opts: IpOpts::from_bits(job.opts), style, cookie: job.flags & COOKIE != 0 }
+    FrameJob { ip: job.arg, map, opts: IpOpts::from_bits(job.opts), style: job.style(), cookie: job.flags & COOKIE != 0 }
 }
 
 fn format_loop(
@@ -392,8 +398,7 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
                         }
                         FrameText::Kept(_) => &[],
                     };
-                    let style = if job.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
-                    copier.print(&mut buf, job.arg, IpOpts::from_bits(job.opts).ip, style, place, new);
+                    copier.print(&mut buf, job.arg, IpOpts::from_bits(job.opts).ip, job.style(), place, new);
                 }
                 if error.is_none() {
                     buf.extend_from_slice(&batch.text[from..]);

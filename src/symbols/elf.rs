@@ -273,12 +273,15 @@ impl Elf {
     /// file (no copy) unless the section had to be decompressed.
     pub fn section_bytes(&self, s: &Section) -> Option<SectionBytes> {
         match self.data(s)? {
-            Cow::Borrowed(b) => {
-                let start = b.as_ptr() as usize - self.bytes.as_ptr() as usize;
-                Some(SectionBytes::Mapped(self.bytes.clone(), start, start + b.len()))
-            }
+            Cow::Borrowed(b) => Some(self.keep(b)),
             Cow::Owned(v) => Some(SectionBytes::Owned(v.into())),
         }
+    }
+
+    /// `b`, a part of this file's bytes, as a value that can be kept.
+    fn keep(&self, b: &[u8]) -> SectionBytes {
+        let start = b.as_ptr() as usize - self.bytes.as_ptr() as usize;
+        SectionBytes::Mapped(self.bytes.clone(), start, start + b.len())
     }
 
     /// The contents of a section, decompressed if `SHF_COMPRESSED`.
@@ -379,8 +382,7 @@ impl Elf {
     pub fn linked_strtab(&self, sec_idx: usize) -> Option<SectionBytes> {
         let s = self.sections.get(sec_idx)?;
         let b = self.raw_data(self.sections.get(s.sh_link as usize)?)?;
-        let start = b.as_ptr() as usize - self.bytes.as_ptr() as usize;
-        Some(SectionBytes::Mapped(self.bytes.clone(), start, start + b.len()))
+        Some(self.keep(b))
     }
 
     /// The entries of a REL/RELA section.
