@@ -103,18 +103,29 @@ impl Maps {
 
     /// The map containing `addr`.
     pub fn find(&self, addr: u64) -> Option<&Map> {
+        self.find_or_gap(addr).ok()
+    }
+
+    /// The map holding `addr`, or the gap around it: `[end of the map
+    /// below, start of the map above)`, where every address is in no map.
+    pub fn find_or_gap(&self, addr: u64) -> Result<&Map, (u64, u64)> {
         let index = match self.index.get() {
             Some(index) => index,
             None if self.lookups.get() < INDEX_AFTER => {
                 self.lookups.set(self.lookups.get() + 1);
-                let (_, m) = self.by_start.range(..=addr).next_back()?;
-                return m.contains(addr).then_some(m);
+                let below = self.by_start.range(..=addr).next_back().map(|(_, m)| m);
+                if let Some(m) = below.filter(|m| m.contains(addr)) {
+                    return Ok(m);
+                }
+                let above = self.by_start.range(addr..).next().map(|(_, m)| m.start);
+                return Err((below.map_or(0, |m| m.end), above.unwrap_or(u64::MAX)));
             }
             None => self.index.get_or_init(|| Index { starts: self.by_start.keys().copied().collect(), maps: self.by_start.values().copied().collect() }),
         };
-        let i = index.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
-        let m = &index.maps[i];
-        m.contains(addr).then_some(m)
+        let i = index.starts.partition_point(|&s| s <= addr);
+        let above = index.starts.get(i).copied().unwrap_or(u64::MAX);
+        let Some(m) = i.checked_sub(1).map(|i| &index.maps[i]) else { return Err((0, above)) };
+        if m.contains(addr) { Ok(m) } else { Err((m.end, above)) }
     }
 
     /// Forgets the arrays after a change.
@@ -231,6 +242,14 @@ mod tests {
                 let addr = rnd(70 * 0x1000);
                 let want = maps.by_start.range(..=addr).next_back().map(|(_, m)| *m).filter(|m| m.contains(addr));
                 assert_eq!(maps.find(addr).copied(), want, "round {round}, addr {addr:#x}");
+                // A gap holds the address, meets no map, and ends at maps
+                // (or the ends of the address space).
+                if let Err((lo, hi)) = maps.find_or_gap(addr) {
+                    assert!(lo <= addr && addr < hi, "round {round}, addr {addr:#x}: gap {lo:#x}-{hi:#x}");
+                    assert!(maps.iter().all(|m| m.end <= lo || m.start >= hi), "round {round}: gap {lo:#x}-{hi:#x} meets a map");
+                    assert!(lo == 0 || maps.iter().any(|m| m.end == lo), "round {round}: gap starts at {lo:#x}");
+                    assert!(hi == u64::MAX || maps.iter().any(|m| m.start == hi), "round {round}: gap ends at {hi:#x}");
+                }
             }
             via_arrays += usize::from(maps.index.get().is_some());
         }

@@ -86,7 +86,7 @@ const MAX_FORK_MAP_COPIES: u64 = 1 << 24;
 pub struct Machine {
     threads: crate::fasthash::FastMap<i32, Thread>,
     pub dsos: Dsos,
-    pub kernel_maps: Maps,
+    kernel_maps: Maps,
     /// Kernel DSOs whose map was already resized to their symbols.
     kernel_loaded: Vec<DsoId>,
     /// Map entries copied into forked processes so far.
@@ -96,6 +96,10 @@ pub struct Machine {
     pub forks_without_maps: u64,
     /// Most map entries FORKs may copy ([`MAX_FORK_MAP_COPIES`]).
     pub fork_map_budget: u64,
+    /// Changes whenever a lookup could find something else than before: a
+    /// map added, removed or resized, a thread created, gone or moved to
+    /// another map group. What was found at one epoch holds until the next.
+    epoch: u64,
 }
 
 impl Default for Machine {
@@ -116,9 +120,15 @@ impl Machine {
             fork_maps_copied: 0,
             forks_without_maps: 0,
             fork_map_budget: MAX_FORK_MAP_COPIES,
+            epoch: 0,
         };
         m.findnew_thread(0, 0).comm = Some("swapper".into());
         m
+    }
+
+    /// See [`Machine::epoch`](Machine#structfield.epoch).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     pub fn thread(&self, tid: i32) -> Option<&Thread> {
@@ -131,6 +141,7 @@ impl Machine {
         if self.threads.contains_key(&tid) {
             let known_pid = self.threads[&tid].pid;
             if pid != -1 && known_pid == -1 && pid != known_pid {
+                self.epoch += 1;
                 self.threads.get_mut(&tid).expect("present").pid = pid;
                 if pid != tid {
                     let leader_maps = self.findnew_thread(pid, pid).maps.clone();
@@ -139,6 +150,7 @@ impl Machine {
             }
             return self.threads.get_mut(&tid).expect("present");
         }
+        self.epoch += 1;
         let maps = if pid == tid || pid == -1 {
             Rc::new(RefCell::new(Maps::default()))
         } else {
@@ -153,6 +165,7 @@ impl Machine {
     }
 
     pub fn process_fork(&mut self, f: &TaskRecord, record_misc: u16) {
+        self.epoch += 1;
         // A thread by the parent's tid that is not of the parent's process
         // is stale (its EXIT was lost): start over.
         if self.threads.get(&f.ptid).is_some_and(|p| p.pid != f.ppid) {
@@ -187,11 +200,13 @@ impl Machine {
     }
 
     pub fn process_exit(&mut self, e: &TaskRecord) {
+        self.epoch += 1;
         self.threads.remove(&e.tid);
     }
 
     /// MMAP/MMAP2 of a user process (kernel-mode ones go to the kernel maps).
     pub fn process_mmap(&mut self, m: &MmapRecord<'_>, record_type: u32, record_misc: u16) {
+        self.epoch += 1;
         let cpumode = CpuMode::from_misc(record_misc);
         let mut prot = m.prot;
         if record_type == crate::perf_data::record::kind::MMAP && record_misc & misc::MMAP_DATA == 0 {
@@ -256,6 +271,7 @@ impl Machine {
     /// the first symbol's start to the last one's end (`map__fixup_start`,
     /// `map__fixup_end`). Returns the map as it is now.
     pub fn fixup_kernel_map(&mut self, map: &Map, range: Option<(u64, u64)>) -> Map {
+        self.epoch += 1;
         self.kernel_loaded.push(map.dso);
         let Some((start, end)) = range else { return *map };
         let new = Map { start, end, ..*map };
@@ -264,12 +280,26 @@ impl Machine {
         new
     }
 
+    pub fn kernel_maps(&self) -> &Maps {
+        &self.kernel_maps
+    }
+
     /// The map that holds `addr` for `tid` in `mode` (perf's `thread__find_map`).
     pub fn find_map(&self, tid: i32, mode: CpuMode, addr: u64) -> Option<Map> {
+        self.find_map_or_gap(tid, mode, addr).ok()
+    }
+
+    /// [`Machine::find_map`], or the range around `addr` that is in no map
+    /// of `tid` in `mode` (see [`Maps::find_or_gap`]).
+    pub fn find_map_or_gap(&self, tid: i32, mode: CpuMode, addr: u64) -> Result<Map, (u64, u64)> {
+        const EVERYWHERE: (u64, u64) = (0, u64::MAX);
         match mode {
-            CpuMode::Kernel => self.kernel_maps.find(addr).copied(),
-            CpuMode::User => self.threads.get(&tid)?.maps.borrow().find(addr).copied(),
-            _ => None,
+            CpuMode::Kernel => self.kernel_maps.find_or_gap(addr).copied(),
+            CpuMode::User => match self.threads.get(&tid) {
+                Some(t) => t.maps.borrow().find_or_gap(addr).copied(),
+                None => Err(EVERYWHERE),
+            },
+            _ => Err(EVERYWHERE),
         }
     }
 }
@@ -280,6 +310,36 @@ mod tests {
 
     fn task(pid: i32, ppid: i32, tid: i32, ptid: i32) -> TaskRecord {
         TaskRecord { pid, ppid, tid, ptid, time: 0 }
+    }
+
+    /// Every change a lookup could see moves the epoch; finding a thread
+    /// that is there does not.
+    #[test]
+    fn epoch_moves_with_what_lookups_see() {
+        let mut m = Machine::new();
+        let mut last = m.epoch();
+        let mut moved = |m: &Machine, what: &str, want: bool| {
+            assert_eq!(m.epoch() != last, want, "{what}");
+            last = m.epoch();
+        };
+        m.findnew_thread(10, 10);
+        moved(&m, "new thread", true);
+        m.findnew_thread(10, 10);
+        moved(&m, "known thread", false);
+        m.findnew_thread(-1, 12);
+        moved(&m, "thread without pid", true);
+        m.findnew_thread(10, 12);
+        moved(&m, "thread joins its process", true);
+        let mm = MmapRecord { pid: 10, tid: 10, start: 0x1000, len: 0x1000, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
+        m.process_mmap(&mm, crate::perf_data::record::kind::MMAP2, misc::USER);
+        moved(&m, "mmap", true);
+        m.process_fork(&task(11, 10, 11, 10), 0);
+        moved(&m, "fork", true);
+        m.process_exit(&task(11, 10, 11, 10));
+        moved(&m, "exit", true);
+        let map = m.find_map(10, CpuMode::User, 0x1000).expect("mapped");
+        m.fixup_kernel_map(&map, None);
+        moved(&m, "kernel map resized", true);
     }
 
     #[test]

@@ -78,12 +78,11 @@ impl Script {
                 return;
             }
         }
-        let opts = self.ip_opts[ty];
+        let code = FrameJob { ip: 0, map: None, opts: self.ip_opts[ty], style: LineStyle::Callchain, cookie: false }.code();
         let mut mode = CpuMode::User;
         let mut seen = 0;
-        // The last map found in the kernel and in user space: neighbouring
-        // entries are mostly in the same one, and maps do not overlap.
-        let mut last: [Option<Map>; 2] = [None, None];
+        let epoch = self.machine.epoch();
+        let mut found = self.recent_maps.take(tid, epoch);
         for ip in chain {
             if seen >= max {
                 break;
@@ -97,29 +96,35 @@ impl Script {
                 continue;
             }
             seen += 1;
-            let slot = usize::from(mode == CpuMode::Kernel);
-            let map = match last[slot] {
-                Some(m) if mode != CpuMode::Hypervisor && m.contains(ip) => Some(m),
-                _ => {
-                    let m = self.find_map(tid, mode, ip);
-                    if m.is_some() {
-                        last[slot] = m;
-                    }
-                    m
+            let map = match found.get(mode, ip) {
+                Some(known) => known,
+                None => {
+                    let m = self.find_map_or_gap(tid, mode, ip);
+                    found.add(mode, m)
                 }
             };
-            self.frame(FrameJob { ip, map, opts, style: LineStyle::Callchain, cookie: cookie == Some(ip) });
+            let code = if cookie == Some(ip) { code | CODE_COOKIE } else { code };
+            self.frame_line(ip, map.as_ref(), code);
         }
+        // A kernel map resized on the way changed the epoch; `found`
+        // already forgot what that could change.
+        self.recent_maps.keep(tid, self.machine.epoch(), found);
     }
 
-    /// Leaves a line for the printing side, after telling it about DSOs
-    /// that appeared or changed since the last one.
+    /// Leaves a line for the printing side.
     pub(super) fn frame(&mut self, job: FrameJob) {
+        self.frame_line(job.ip, job.map.as_ref(), job.code());
+    }
+
+    /// [`Script::frame`] for a job in parts, after telling the printing
+    /// side about DSOs that appeared or changed since the last one.
+    #[inline]
+    fn frame_line(&mut self, ip: u64, map: Option<&Map>, code: u8) {
         self.sync_dsos();
-        if let Some(m) = &job.map {
+        if let Some(m) = map {
             self.ship_symbols(m);
         }
-        self.out.frame(self.buf.len(), &job);
+        self.out.frame(self.buf.len(), ip, map, code);
     }
 
     /// Loads the symbols of `map`'s DSO the first time a line needs them
@@ -155,18 +160,172 @@ impl Script {
     }
 }
 
-/// (fields, line style, DSO or `NO_DSO`, address in the DSO).
+/// What the lookups of the last few threads' callchains found, while
+/// the machine stays at one epoch: samples of a thread come in runs
+/// (or two runs interleaved, one per CPU), each through the same libraries.
+#[derive(Default)]
+pub(super) struct RecentMaps {
+    /// (tid, epoch, last use, found); `found` is out while a callchain
+    /// uses it.
+    threads: [(i32, u64, u64, Option<Box<ChainMaps>>); 4],
+    uses: u64,
+}
+
+impl RecentMaps {
+    /// What callchains of `tid` found at `epoch` (nothing if none did);
+    /// give it back with [`RecentMaps::keep`].
+    fn take(&mut self, tid: i32, epoch: u64) -> Box<ChainMaps> {
+        self.uses += 1;
+        if let Some(t) = self.threads.iter_mut().find(|t| (t.0, t.1) == (tid, epoch) && t.3.is_some()) {
+            t.2 = self.uses;
+            return t.3.take().unwrap_or_default();
+        }
+        let lru = self.threads.iter_mut().min_by_key(|t| t.2).expect("four slots");
+        let mut found = lru.3.take().unwrap_or_default();
+        *found = ChainMaps::default();
+        *lru = (tid, epoch, self.uses, None);
+        found
+    }
+
+    fn keep(&mut self, tid: i32, epoch: u64, found: Box<ChainMaps>) {
+        if let Some(t) = self.threads.iter_mut().find(|t| t.0 == tid && t.3.is_none()) {
+            t.1 = epoch;
+            t.3 = Some(found);
+        }
+    }
+}
+
+/// The maps and the gaps (ranges in no map) one callchain's lookups found.
+/// Neighbouring entries are mostly in the same few libraries, and a
+/// frame-pointer walk through code built without frame pointers goes
+/// through a few heap and stack ranges (half the lines of a large
+/// system-wide recording). Maps do not change within a sample, except that
+/// finding a kernel map may resize it (see [`Script::find_map_or_gap`]).
+/// Hypervisor addresses are always looked up.
+pub(super) struct ChainMaps {
+    /// Per mode (user, kernel), most recently found first: the maps'
+    /// ranges (checked first) and the maps.
+    ranges: [[(u64, u64); 4]; 2],
+    maps: [[Map; 4]; 2],
+    gaps: [[(u64, u64); 2]; 2],
+}
+
+/// A range nothing is in.
+const NOWHERE: (u64, u64) = (1, 0);
+
+impl Default for ChainMaps {
+    fn default() -> ChainMaps {
+        let none = Map { start: 1, end: 0, pgoff: 0, dso: 0, kind: crate::machine::MapKind::Dso, prot: 0, flags: 0 };
+        ChainMaps { ranges: [[NOWHERE; 4]; 2], maps: [[none; 4]; 2], gaps: [[NOWHERE; 2]; 2] }
+    }
+}
+
+fn within(r: (u64, u64), ip: u64) -> bool {
+    r.0 <= ip && ip < r.1
+}
+
+impl ChainMaps {
+    /// `Some(map)` or `Some(None)` if known, `None` if `ip` needs a lookup.
+    #[inline]
+    fn get(&mut self, mode: CpuMode, ip: u64) -> Option<Option<Map>> {
+        let k = match mode {
+            CpuMode::User => 0,
+            CpuMode::Kernel => 1,
+            _ => return None,
+        };
+        if within(self.ranges[k][0], ip) {
+            return Some(Some(self.maps[k][0]));
+        }
+        if within(self.gaps[k][0], ip) {
+            return Some(None);
+        }
+        if let Some(i) = (1..4).find(|&i| within(self.ranges[k][i], ip)) {
+            self.ranges[k].swap(0, i);
+            self.maps[k].swap(0, i);
+            return Some(Some(self.maps[k][0]));
+        }
+        within(self.gaps[k][1], ip).then_some(None)
+    }
+
+    /// Remembers what a lookup in `mode` found.
+    fn add(&mut self, mode: CpuMode, found: Result<Map, (u64, u64)>) -> Option<Map> {
+        let k = match mode {
+            CpuMode::User => 0,
+            CpuMode::Kernel => 1,
+            _ => return found.ok(),
+        };
+        match found {
+            Ok(m) => {
+                if mode == CpuMode::Kernel {
+                    // The lookup may have resized the map it found, and
+                    // so trimmed others.
+                    self.ranges[k] = [NOWHERE; 4];
+                    self.gaps[k] = [NOWHERE; 2];
+                }
+                // The least recently used goes.
+                self.ranges[k].rotate_right(1);
+                self.maps[k].rotate_right(1);
+                self.ranges[k][0] = (m.start, m.end);
+                self.maps[k][0] = m;
+                Some(m)
+            }
+            Err(gap) => {
+                self.gaps[k][1] = self.gaps[k][0];
+                self.gaps[k][0] = gap;
+                None
+            }
+        }
+    }
+}
+
+/// A frame job's fields, style and cookie flag in one byte: the six bits
+/// of [`IpOpts::bits`], then these two.
+const CODE_COOKIE: u8 = 1 << 6;
+const CODE_SAMPLE_IP: u8 = 1 << 7;
+/// [`IpOpts::bits`]' srcline bit.
+const CODE_SRCLINE: u8 = 1 << 5;
+
+impl FrameJob {
+    /// Everything but the address and the map, in one byte.
+    #[inline]
+    pub fn code(&self) -> u8 {
+        self.opts.bits() | if self.style == LineStyle::SampleIp { CODE_SAMPLE_IP } else { 0 } | if self.cookie { CODE_COOKIE } else { 0 }
+    }
+
+    pub fn from_code(code: u8, ip: u64, map: Option<Map>) -> FrameJob {
+        let style = if code & CODE_SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
+        FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style, cookie: code & CODE_COOKIE != 0 }
+    }
+}
+
+/// [`IpOpts::bits`]' ip bit.
+const CODE_IP: u8 = 1;
+
+/// Whether a job's code shows the address.
+#[inline]
+pub fn code_shows_ip(code: u8) -> bool {
+    code & CODE_IP != 0
+}
+
+/// A job's line style from its code.
+#[inline]
+pub fn code_style(code: u8) -> LineStyle {
+    if code & CODE_SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain }
+}
+
+/// (fields and line style, DSO or `NO_DSO`, address in the DSO).
 type FrameKey = (u8, DsoId, u64);
 const NO_DSO: DsoId = DsoId::MAX;
 
 /// The cache key of a frame line, and whether its text may be kept at all.
-fn frame_key(job: &FrameJob) -> (FrameKey, bool) {
-    let fields = job.opts.bits() | (u8::from(job.style == LineStyle::SampleIp) << 7);
-    let key = match &job.map {
-        Some(m) => (fields, m.dso, m.map_ip(job.ip)),
+#[inline]
+fn frame_key(code: u8, map: Option<&Map>, ip: u64) -> (FrameKey, bool) {
+    let fields = code & !CODE_COOKIE;
+    let key = match map {
+        Some(m) => (fields, m.dso, m.map_ip(ip)),
         None => (fields, NO_DSO, 0),
     };
-    (key, !job.cookie && !job.opts.srcline)
+    (key, code & (CODE_COOKIE | CODE_SRCLINE) == 0)
 }
 
 /// The formatting side: symbols, DSO names, inline frames, and the cache
@@ -198,6 +357,14 @@ pub enum FrameText {
     Kept(Text),
     /// Next in the batch's new texts, this long; to be stored or not.
     New(u32, bool),
+}
+
+impl FrameText {
+    /// Whether the copier has (or keeps) this text, so that the same line
+    /// again is the same text.
+    pub fn kept(self) -> bool {
+        matches!(self, FrameText::Kept(_) | FrameText::New(_, true))
+    }
 }
 
 /// The copying side: the kept texts, and the lines of the output.
@@ -269,8 +436,8 @@ impl FrameFormatter {
     /// Where the text of `job`'s line is; a new text is [`encode`]d onto
     /// `out`.
     #[inline]
-    pub fn format_job(&mut self, out: &mut Vec<u8>, job: &FrameJob) -> FrameText {
-        let (key, cacheable) = frame_key(job);
+    pub fn format_job(&mut self, out: &mut Vec<u8>, code: u8, map: Option<&Map>, ip: u64) -> FrameText {
+        let (key, cacheable) = frame_key(code, map, ip);
         let slot = front_slot(&key);
         if cacheable {
             let (k, t) = self.front[slot];
@@ -278,7 +445,7 @@ impl FrameFormatter {
                 return FrameText::Kept(t);
             }
         }
-        self.format_slow(out, job, key, cacheable, slot)
+        self.format_slow(out, &FrameJob::from_code(code, ip, map.copied()), key, cacheable, slot)
     }
 
     #[inline(never)]
@@ -459,11 +626,53 @@ fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: Lin
         (true, LineStyle::Callchain) => &prefix[..],
         (true, LineStyle::SampleIp) => &prefix[1..],
     };
+    // The lines are shorter than their encoding plus the prefixes.
+    out.reserve(text.len() + 2 * prefix.len());
     while let Some((len, rest)) = text.split_first_chunk::<4>() {
         let (line, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
-        out.reserve(prefix.len() + line.len());
         out.extend_from_slice(prefix);
         out.extend_from_slice(line);
         text = rest;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::{MapKind, Maps};
+
+    /// What the per-callchain cache answers is what a lookup answers, for
+    /// addresses in and between maps, in both modes, in random order.
+    #[test]
+    fn chain_maps_answer_as_lookups_do() {
+        let mut rnd = crate::testing::rng(0x2545_f491_4f6c_dd1d);
+        for round in 0..50u32 {
+            let mut spaces = [Maps::default(), Maps::default()];
+            for (k, maps) in spaces.iter_mut().enumerate() {
+                for i in 0..rnd(12) {
+                    let start = rnd(256) * 0x1000;
+                    let dso = round * 100 + k as u32 * 50 + i as u32;
+                    maps.insert(Map { start, end: start + (1 + rnd(8)) * 0x1000, pgoff: 0, dso, kind: MapKind::Dso, prot: 0, flags: 0 });
+                }
+            }
+            let mut found = ChainMaps::default();
+            let mut cached = 0;
+            for _ in 0..300 {
+                let k = rnd(2) as usize;
+                let mode = if k == 1 { CpuMode::Kernel } else { CpuMode::User };
+                let ip = rnd(270 * 0x1000);
+                let want = spaces[k].find(ip).copied();
+                let got = match found.get(mode, ip) {
+                    Some(known) => {
+                        cached += 1;
+                        known
+                    }
+                    None => found.add(mode, spaces[k].find_or_gap(ip).copied()),
+                };
+                assert_eq!(got, want, "round {round}, {mode:?} {ip:#x}");
+            }
+            assert!(cached > 0, "round {round}: nothing came from the cache");
+            assert_eq!(found.get(CpuMode::Hypervisor, 0x1000), None, "hypervisor addresses are looked up");
+        }
     }
 }

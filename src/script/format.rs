@@ -68,23 +68,38 @@ pub fn hex(out: &mut Vec<u8>, v: u64, width: usize) {
 /// `%16llx` into exactly 16 bytes: right-aligned, space-padded.
 #[inline]
 pub fn hex16(out: &mut [u8], v: u64) {
+    // Leading zeros become spaces; the last digit always stays.
+    let pad = (v.leading_zeros() / 4).min(15);
+    out[..8].copy_from_slice(&hex8(v >> 32, pad.min(8)).to_be_bytes());
+    out[8..16].copy_from_slice(&hex8(v & 0xffff_ffff, pad.saturating_sub(8)).to_be_bytes());
+}
+
+/// The 8 hex digits of `x` (< 2^32) as the bytes of a u64, most significant
+/// digit in the highest byte, the highest `pad` bytes spaces.
+#[inline]
+fn hex8(x: u64, pad: u32) -> u64 {
+    const LOW: u64 = 0x0f0f_0f0f_0f0f_0f0f;
+    const ONES: u64 = LOW / 0x0f;
     // Each nibble spread to a byte of its own (lowest nibble in the lowest
-    // byte), then turned into its digit in all 16 bytes at once.
-    const LOW: u128 = 0x0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f;
-    const ONES: u128 = LOW / 0x0f;
-    let mut x = u128::from(v);
-    x = (x | x << 32) & 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff;
-    x = (x | x << 16) & 0x0000_ffff_0000_ffff_0000_ffff_0000_ffff;
-    x = (x | x << 8) & 0x00ff_00ff_00ff_00ff_00ff_00ff_00ff_00ff;
+    // byte), then turned into its digit in all 8 bytes at once.
+    let mut x = (x | x << 16) & 0x0000_ffff_0000_ffff;
+    x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
     x = (x | x << 4) & LOW;
     // Bytes of 10 and above get 'a' - '9' - 1 more than '0' + n.
     let letters = ((x + 6 * ONES) >> 4) & ONES;
-    let digits = x + b'0' as u128 * ONES + letters * (b'a' - b'9' - 1) as u128;
-    let out = &mut out[..16];
-    out.copy_from_slice(&digits.to_be_bytes());
-    // Leading zeros become spaces; the last digit always stays.
-    let n = (16 - v.leading_zeros() as usize / 4).max(1);
-    out[..16 - n].fill(b' ');
+    let digits = x + b'0' as u64 * ONES + letters * (b'a' - b'9' - 1) as u64;
+    // The low 8 - pad bytes.
+    const KEEP: [u64; 9] = {
+        let mut k = [0; 9];
+        let mut i = 0;
+        while i < 8 {
+            k[i] = u64::MAX >> (8 * i);
+            i += 1;
+        }
+        k
+    };
+    let keep = KEEP[(pad as usize).min(8)];
+    (digits & keep) | ((b' ' as u64 * ONES) & !keep)
 }
 
 /// `%#llx`: `0x` prefix, except for 0 which prints as `0`.
@@ -153,7 +168,7 @@ mod tests {
         assert_eq!(s(|o| uint_zero(o, 5, 6)), "000005");
         assert_eq!(s(|o| hex(o, 0xffffffff81000000, 16)), "ffffffff81000000");
         assert_eq!(s(|o| hex(o, 0, 16)), "               0");
-        for v in [0, 1, 0xf, 0x10, 0x9a, 0x7f3e1a2b3c4d, 0xffffffff81000000, 0x0123456789abcdef, u64::MAX] {
+        for v in [0, 1, 0xf, 0x10, 0x9a, 0xffff_ffff, 0x1_0000_0000, 0x1_2345_6789, 0x7f3e1a2b3c4d, 0xffffffff81000000, 0x0123456789abcdef, u64::MAX] {
             let mut b = [0u8; 16];
             hex16(&mut b, v);
             assert_eq!(b.as_slice(), s(|o| hex(o, v, 16)).as_bytes(), "{v:#x}");

@@ -114,6 +114,8 @@ pub struct Script {
     pub symbolizer: Symbolizer,
     /// DSOs whose symbols went to the printer (by DSO id).
     shipped: Vec<bool>,
+    /// What the last callchains' lookups found (see [`callchain::RecentMaps`]).
+    recent_maps: callchain::RecentMaps,
     /// The printer thread; `buf` is the text for it.
     out: output::Output,
     buf: Vec<u8>,
@@ -146,6 +148,7 @@ impl Script {
             opts,
             machine: Machine::new(),
             shipped: Vec::new(),
+            recent_maps: Default::default(),
             out: output::Output::start(out, symbolizer.config.clone(), symbolizer.build_id_pairs()),
             symbolizer,
             buf: Vec::new(),
@@ -446,7 +449,7 @@ impl Script {
         }
         // perf's machine__resolve_kernel_addr: the kernel symbol and its start.
         let mut resolve = |addr: u64| {
-            let map = machine.kernel_maps.find(addr).copied()?;
+            let map = machine.kernel_maps().find(addr).copied()?;
             let sym = symbolizer.find_symbol(&machine.dsos, &map, addr)?;
             Some((sym.name.clone(), map.unmap_ip(sym.start)))
         };
@@ -536,12 +539,18 @@ impl Script {
     /// perf's `thread__find_map`: a kernel map is loaded when first used,
     /// which resizes it to its symbols.
     fn find_map(&mut self, tid: i32, mode: CpuMode, ip: u64) -> Option<Map> {
-        let map = self.machine.find_map(tid, mode, ip)?;
+        self.find_map_or_gap(tid, mode, ip).ok()
+    }
+
+    /// [`Script::find_map`], or the gap around `ip` (valid until a lookup
+    /// finds a map: loading a kernel map resizes it).
+    fn find_map_or_gap(&mut self, tid: i32, mode: CpuMode, ip: u64) -> std::result::Result<Map, (u64, u64)> {
+        let map = self.machine.find_map_or_gap(tid, mode, ip)?;
         if self.machine.kernel_map_unloaded(&map) {
             let range = self.symbolizer.kernel_map_range(&self.machine.dsos, map.dso);
-            return Some(self.machine.fixup_kernel_map(&map, range));
+            return Ok(self.machine.fixup_kernel_map(&map, range));
         }
-        Some(map)
+        Ok(map)
     }
 
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.

@@ -27,8 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use super::callchain::{FrameCopier, FrameFormatter, FrameJob, FrameText, LineStyle};
-use super::fields::IpOpts;
+use super::callchain::{FrameCopier, FrameFormatter, FrameText, LineStyle, code_shows_ip, code_style};
 use crate::machine::Map;
 use crate::machine::dsos::DsoUpdate;
 use crate::symbols::{ShippedDso, SymbolConfig, Symbolizer};
@@ -41,10 +40,12 @@ struct Job {
     kind: JobKind,
     /// Frame: the map slot ([`NO_MAP`]: no map). Map: the slot to set.
     slot: u8,
-    /// Frame: the fields ([`IpOpts::bits`]).
-    opts: u8,
-    /// Frame: [`SAMPLE_IP`], [`COOKIE`].
-    flags: u8,
+    /// Frame: fields, style and cookie flag ([`super::callchain::FrameJob::code`]).
+    code: u8,
+    /// Frame: how many more times the same line comes right after this
+    /// one. A callchain whose frame pointers loop repeats one address up
+    /// to the stack limit (half the lines of a large system-wide recording).
+    repeat: u8,
     /// Frame: the address. Map, Other: the index in the batch's list.
     arg: u64,
 }
@@ -56,8 +57,6 @@ enum JobKind {
     Other,
 }
 
-const SAMPLE_IP: u8 = 1;
-const COOKIE: u8 = 2;
 const NO_MAP: u8 = u8::MAX;
 
 /// Maps are sent once into one of these slots (chosen by the map's start)
@@ -207,23 +206,32 @@ impl Output {
     }
 
     /// Leaves a line at position `at` of the text.
-    pub fn frame(&mut self, at: usize, f: &FrameJob) {
+    /// (`code`: [`super::callchain::FrameJob::code`].)
+    #[inline]
+    pub fn frame(&mut self, at: usize, ip: u64, map: Option<&Map>, code: u8) {
         let at = at as u32;
-        let slot = match f.map {
+        let slot = match map {
             None => NO_MAP,
             Some(m) => {
-                let slot = map_slot(&m);
-                if self.slots[slot as usize] != Some(m) {
-                    self.slots[slot as usize] = Some(m);
+                let slot = map_slot(m);
+                if self.slots[slot as usize].as_ref() != Some(m) {
+                    self.slots[slot as usize] = Some(*m);
                     let arg = self.batch.maps.len() as u64;
-                    self.batch.maps.push(m);
-                    self.batch.jobs.push(Job { at, kind: JobKind::Map, slot, opts: 0, flags: 0, arg });
+                    self.batch.maps.push(*m);
+                    self.batch.jobs.push(Job { at, kind: JobKind::Map, slot, code: 0, repeat: 0, arg });
                 }
                 slot
             }
         };
-        let flags = if f.style == LineStyle::SampleIp { SAMPLE_IP } else { 0 } | if f.cookie { COOKIE } else { 0 };
-        self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, opts: f.opts.bits(), flags, arg: f.ip });
+        if let Some(last) = self.batch.jobs.last_mut()
+            && last.kind == JobKind::Frame
+            && (last.at, last.slot, last.code, last.arg) == (at, slot, code, ip)
+            && last.repeat < u8::MAX
+        {
+            last.repeat += 1;
+            return;
+        }
+        self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, code, repeat: 0, arg: ip });
     }
 
     /// Has the loader thread load a DSO's symbols; the printer installs them
@@ -241,7 +249,7 @@ impl Output {
     pub fn other(&mut self, at: usize, o: Other) {
         let arg = self.batch.others.len() as u64;
         self.batch.others.push(o);
-        self.batch.jobs.push(Job { at: at as u32, kind: JobKind::Other, slot: 0, opts: 0, flags: 0, arg });
+        self.batch.jobs.push(Job { at: at as u32, kind: JobKind::Other, slot: 0, code: 0, repeat: 0, arg });
     }
 
     /// Whether `text` (the reading side's buffer) should go now.
@@ -289,6 +297,7 @@ impl Output {
 
 impl Drop for Output {
     fn drop(&mut self) {
+
         self.to_printer = None;
         self.to_loader = None;
         // The formatter ends first, and its end ends the copier.
@@ -304,14 +313,13 @@ impl Drop for Output {
 impl Job {
     /// A frame job's line style.
     fn style(&self) -> LineStyle {
-        if self.flags & SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain }
+        code_style(self.code)
     }
-}
 
-/// The line a frame job stands for, with the map its slot holds.
-fn frame_of(job: &Job, slots: &[Option<Map>; MAP_SLOTS]) -> FrameJob {
-    let map = if job.slot == NO_MAP { None } else { slots[job.slot as usize] };
-    FrameJob { ip: job.arg, map, opts: IpOpts::from_bits(job.opts), style: job.style(), cookie: job.flags & COOKIE != 0 }
+    /// A frame job's map, from the slots as they are at the job.
+    fn map<'a>(&self, slots: &'a [Option<Map>; MAP_SLOTS]) -> Option<&'a Map> {
+        if self.slot == NO_MAP { None } else { slots[self.slot as usize].as_ref() }
+    }
 }
 
 fn format_loop(
@@ -332,8 +340,17 @@ fn format_loop(
                 for job in &batch.jobs {
                     match job.kind {
                         JobKind::Frame if !stopped => {
-                            let at = formatter.format_job(&mut batch.new_texts, &frame_of(job, &slots));
+                            let map = job.map(&slots);
+                            let at = formatter.format_job(&mut batch.new_texts, job.code, map, job.arg);
                             batch.frames.push(at);
+                            // A repeated line the copier keeps is copied
+                            // again; one it does not is made again.
+                            if !at.kept() {
+                                for _ in 0..job.repeat {
+                                    let at = formatter.format_job(&mut batch.new_texts, job.code, map, job.arg);
+                                    batch.frames.push(at);
+                                }
+                            }
                         }
                         JobKind::Frame => {}
                         JobKind::Map => slots[job.slot as usize] = Some(batch.maps[job.arg as usize]),
@@ -383,22 +400,29 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
                         break;
                     }
                     let at = job.at as usize;
-                    buf.extend_from_slice(&batch.text[from..at]);
-                    from = at;
+                    // Between the lines of a callchain there is no text.
+                    if at != from {
+                        buf.extend_from_slice(&batch.text[from..at]);
+                        from = at;
+                    }
                     if job.kind != JobKind::Frame {
                         continue;
                     }
                     // The formatter placed every frame (unless writing failed).
                     let Some(&place) = frames.next() else { break };
-                    let new = match place {
-                        FrameText::New(len, _) => {
-                            let t = batch.new_texts.get(pos..pos + len as usize).unwrap_or_default();
-                            pos += len as usize;
-                            t
+                    let start = buf.len();
+                    copier.print(&mut buf, job.arg, code_shows_ip(job.code), job.style(), place, new_text(&batch.new_texts, &mut pos, place));
+                    if place.kept() {
+                        let end = buf.len();
+                        for _ in 0..job.repeat {
+                            buf.extend_from_within(start..end);
                         }
-                        FrameText::Kept(_) => &[],
-                    };
-                    copier.print(&mut buf, job.arg, IpOpts::from_bits(job.opts).ip, job.style(), place, new);
+                    } else {
+                        for _ in 0..job.repeat {
+                            let Some(&place) = frames.next() else { break };
+                            copier.print(&mut buf, job.arg, code_shows_ip(job.code), job.style(), place, new_text(&batch.new_texts, &mut pos, place));
+                        }
+                    }
                 }
                 if error.is_none() {
                     buf.extend_from_slice(&batch.text[from..]);
@@ -424,6 +448,18 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
     }
 }
 
+/// The text of a new line: the next `len` bytes of the batch's new texts.
+fn new_text<'a>(texts: &'a [u8], pos: &mut usize, place: FrameText) -> &'a [u8] {
+    match place {
+        FrameText::New(len, _) => {
+            let t = texts.get(*pos..*pos + len as usize).unwrap_or_default();
+            *pos += len as usize;
+            t
+        }
+        FrameText::Kept(_) => &[],
+    }
+}
+
 fn write<W: Write>(out: &mut W, buf: &mut Vec<u8>, error: &mut Option<std::io::Error>, failed: &AtomicBool, flush: bool) {
     if error.is_some() {
         buf.clear();
@@ -434,5 +470,49 @@ fn write<W: Write>(out: &mut W, buf: &mut Vec<u8>, error: &mut Option<std::io::E
     if let Err(e) = r {
         *error = Some(e);
         failed.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::callchain::FrameJob;
+    use crate::script::fields::IpOpts;
+    use std::sync::Mutex;
+
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("unpoisoned").extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A line that comes many times in a row travels once, and prints as
+    /// often as it came: kept text is copied again, text that is not kept
+    /// (srcline fields) is made again each time.
+    #[test]
+    fn repeated_lines_print_each_time() {
+        for srcline in [false, true] {
+            let written = Arc::new(Mutex::new(Vec::new()));
+            let mut out = Output::start(Shared(written.clone()), SymbolConfig::default(), Vec::new());
+            let opts = IpOpts { ip: true, sym: true, dso: true, srcline, ..IpOpts::default() };
+            let job = |ip| FrameJob { ip, map: None, opts, style: LineStyle::Callchain, cookie: false };
+            let mut text = b"head\n".to_vec();
+            let ips = [[0x20u64; 300].as_slice(), &[0x30, 0x20, 0x20]].concat();
+            for &ip in &ips {
+                out.frame(text.len(), ip, None, job(ip).code());
+            }
+            assert!(out.batch.jobs.len() < 10, "{} jobs for {} lines", out.batch.jobs.len(), ips.len());
+            text.extend_from_slice(b"tail\n");
+            out.flush(&mut text).expect("written");
+            let line = |ip| format!("\t{ip:16x} [unknown] ([unknown])\n");
+            let want = format!("head\n{}tail\n", ips.iter().map(|&ip| line(ip)).collect::<String>());
+            assert_eq!(String::from_utf8_lossy(&written.lock().expect("unpoisoned")), want, "srcline {srcline}");
+        }
     }
 }
