@@ -104,7 +104,7 @@ impl Script {
                 }
             };
             let code = if cookie == Some(ip) { code | CODE_COOKIE } else { code };
-            self.frame_line(ip, map.as_ref(), code);
+            self.frame_line(ip, map, code);
         }
         // A kernel map resized on the way changed the epoch; `found`
         // already forgot what that could change.
@@ -227,14 +227,14 @@ fn within(r: (u64, u64), ip: u64) -> bool {
 impl ChainMaps {
     /// `Some(map)` or `Some(None)` if known, `None` if `ip` needs a lookup.
     #[inline]
-    fn get(&mut self, mode: CpuMode, ip: u64) -> Option<Option<Map>> {
+    fn get(&mut self, mode: CpuMode, ip: u64) -> Option<Option<&Map>> {
         let k = match mode {
             CpuMode::User => 0,
             CpuMode::Kernel => 1,
             _ => return None,
         };
         if within(self.ranges[k][0], ip) {
-            return Some(Some(self.maps[k][0]));
+            return Some(Some(&self.maps[k][0]));
         }
         if within(self.gaps[k][0], ip) {
             return Some(None);
@@ -242,17 +242,18 @@ impl ChainMaps {
         if let Some(i) = (1..4).find(|&i| within(self.ranges[k][i], ip)) {
             self.ranges[k].swap(0, i);
             self.maps[k].swap(0, i);
-            return Some(Some(self.maps[k][0]));
+            return Some(Some(&self.maps[k][0]));
         }
         within(self.gaps[k][1], ip).then_some(None)
     }
 
     /// Remembers what a lookup in `mode` found.
-    fn add(&mut self, mode: CpuMode, found: Result<Map, (u64, u64)>) -> Option<Map> {
+    fn add(&mut self, mode: CpuMode, found: Result<Map, (u64, u64)>) -> Option<&Map> {
         let k = match mode {
             CpuMode::User => 0,
             CpuMode::Kernel => 1,
-            _ => return found.ok(),
+            // Other modes have no maps.
+            _ => return None,
         };
         match found {
             Ok(m) => {
@@ -267,7 +268,7 @@ impl ChainMaps {
                 self.maps[k].rotate_right(1);
                 self.ranges[k][0] = (m.start, m.end);
                 self.maps[k][0] = m;
-                Some(m)
+                Some(&self.maps[k][0])
             }
             Err(gap) => {
                 self.gaps[k][1] = self.gaps[k][0];
@@ -665,14 +666,14 @@ mod tests {
                 let got = match found.get(mode, ip) {
                     Some(known) => {
                         cached += 1;
-                        known
+                        known.copied()
                     }
-                    None => found.add(mode, spaces[k].find_or_gap(ip).copied()),
+                    None => found.add(mode, spaces[k].find_or_gap(ip).copied()).copied(),
                 };
                 assert_eq!(got, want, "round {round}, {mode:?} {ip:#x}");
             }
             assert!(cached > 0, "round {round}: nothing came from the cache");
-            assert_eq!(found.get(CpuMode::Hypervisor, 0x1000), None, "hypervisor addresses are looked up");
+            assert!(found.get(CpuMode::Hypervisor, 0x1000).is_none(), "hypervisor addresses are looked up");
         }
     }
 }

@@ -117,15 +117,31 @@ fn itoa_buf() -> [u8; 20] {
     [0u8; 20]
 }
 
+/// "00" to "99".
+const PAIRS: [[u8; 2]; 100] = {
+    let mut p = [[0; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        p[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    p
+};
+
+/// Two digits at a time: sample lines print four or five numbers each.
 fn fmt_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
     let mut i = buf.len();
-    loop {
+    while v >= 100 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[(v % 100) as usize]);
+        v /= 100;
+    }
+    if v >= 10 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[v as usize]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     &buf[i..]
 }
@@ -166,6 +182,10 @@ mod tests {
         assert_eq!(s(|o| int(o, -1, 3, false)), " -1");
         assert_eq!(s(|o| uint(o, 250000, 10)), "    250000");
         assert_eq!(s(|o| uint_zero(o, 5, 6)), "000005");
+        for v in [0, 7, 9, 10, 42, 99, 100, 101, 999, 1000, 12345, 1_000_000_000, u64::MAX / 7, u64::MAX] {
+            assert_eq!(s(|o| uint(o, v, 0)), v.to_string());
+        }
+        assert_eq!(s(|o| int(o, i64::MIN, 0, false)), i64::MIN.to_string());
         assert_eq!(s(|o| hex(o, 0xffffffff81000000, 16)), "ffffffff81000000");
         assert_eq!(s(|o| hex(o, 0, 16)), "               0");
         for v in [0, 1, 0xf, 0x10, 0x9a, 0xffff_ffff, 0x1_0000_0000, 0x1_2345_6789, 0x7f3e1a2b3c4d, 0xffffffff81000000, 0x0123456789abcdef, u64::MAX] {

@@ -17,6 +17,57 @@ pub fn demangle(name: &str) -> Option<String> {
     java(name)
 }
 
+/// What perf's alias choice (`choose_best_symbol`) looks at in a shown
+/// name: its length in bytes, its leading underscores and its first bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub len: usize,
+    pub underscores: usize,
+    head: [u8; 10],
+}
+
+impl Shape {
+    pub fn of(s: &str) -> Shape {
+        let mut shape = Shape::default();
+        shape.add(s);
+        shape
+    }
+
+    #[inline]
+    fn add(&mut self, s: &str) {
+        if self.len < self.head.len() {
+            let n = s.len().min(self.head.len() - self.len);
+            self.head[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        }
+        if self.underscores == self.len {
+            self.underscores += s.bytes().take_while(|&b| b == b'_').count();
+        }
+        self.len += s.len();
+    }
+
+    pub fn starts_with(&self, p: &str) -> bool {
+        p.len() <= self.head.len().min(self.len) && self.head.starts_with(p.as_bytes())
+    }
+}
+
+impl std::fmt::Write for Shape {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.add(s);
+        Ok(())
+    }
+}
+
+/// [`Shape::of`] the [`demangle`]d name, without making it when the
+/// demangler can stream it (Rust names).
+pub fn demangled_shape(name: &str) -> Option<Shape> {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        let mut shape = Shape::default();
+        let _ = std::fmt::Write::write_fmt(&mut shape, format_args!("{d:#}"));
+        return (shape.len > 0).then_some(shape);
+    }
+    demangle(name).map(|s| Shape::of(&s))
+}
+
 /// `abi::__cxa_demangle(name)`, which perf calls for everything that is
 /// not Rust: `_Z` encodings, `_GLOBAL_[._$][ID]_` constructors and
 /// destructors, and bare type encodings (a symbol named `i` is "int").
@@ -188,6 +239,32 @@ fn java(sym: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The alias choice sees of a demangled name what the name shows.
+    #[test]
+    fn shapes_follow_the_demangled_names() {
+        let names = [
+            "_ZN8rustwork9histogram17h0123456789abcdefE",
+            "_RNvNtCs1234_3std2rt10lang_start",
+            "_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$$GT$17h1234567890abcdefE",
+            "_ZN5__foo3bar17h0123456789abcdefE",
+            "_ZN3sim5World6energyEv",
+            "_ZNSt10_Head_baseILm0ERKiLb0EE7_M_headERS2_",
+            "i",
+            "main",
+            "__libc_start_main",
+            "_R",
+        ];
+        for n in names {
+            assert_eq!(demangled_shape(n), demangle(n).map(|d| Shape::of(&d)), "{n}");
+        }
+        let shape = Shape::of("__SyS_read");
+        assert_eq!((shape.len, shape.underscores), (10, 2));
+        assert!(shape.starts_with("__SyS") && !shape.starts_with("SyS"));
+        assert!(Shape::of("compat_SyS_x").starts_with("compat_SyS"));
+        assert!(!Shape::of("Sy").starts_with("SyS"));
+        assert_eq!(Shape::of("___").underscores, 3);
+    }
 
     #[test]
     fn rust_without_hash() {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::demangle::demangle;
+use super::demangle::{Shape, demangle, demangled_shape};
 use super::elf::{STB_GLOBAL, STB_WEAK, STT_GNU_IFUNC, STT_NOTYPE, SectionBytes, cstr_at};
 use crate::fasthash::FastMap;
 use super::rbtree::{NodeId, RbTree};
@@ -133,6 +133,9 @@ pub struct SymTab {
     strtabs: Vec<SectionBytes>,
     /// Names shown so far, other than plain owned ones.
     shown: FastMap<NodeId, Arc<str>>,
+    /// [`SymTab::shape`]s so far: the alias choice compares a symbol
+    /// with each of the others at its address, in each table read.
+    shapes: FastMap<NodeId, Shape>,
 }
 
 const ERASED: u32 = 1 << 31;
@@ -189,6 +192,26 @@ impl SymTab {
         };
         self.shown.insert(id, shown.clone());
         shown
+    }
+
+    /// [`Shape`] of [`SymTab::name`], without keeping the name.
+    fn shape(&mut self, id: NodeId) -> Shape {
+        if let Some(shape) = self.shapes.get(&id) {
+            return *shape;
+        }
+        let s = &self.syms[id as usize];
+        let shape = if let Some(n) = s.plain_name().or_else(|| self.shown.get(&id)) {
+            Shape::of(n)
+        } else {
+            let raw = String::from_utf8_lossy(self.raw(s));
+            match s.form {
+                NameForm::AsIs => Shape::of(&raw),
+                NameForm::Demangled => demangled_shape(&raw).unwrap_or_else(|| Shape::of(&raw)),
+                NameForm::DemangledPlt => Shape::of(&format!("{}@plt", demangle(&raw).as_deref().unwrap_or(&raw))),
+            }
+        };
+        self.shapes.insert(id, shape);
+        shape
     }
 
     /// (start, end, name) of every symbol in address order.
@@ -276,6 +299,7 @@ impl SymTab {
     pub fn get_mut(&mut self, id: NodeId) -> &mut Sym {
         self.overlaps = None;
         self.shown.remove(&id);
+        self.shapes.remove(&id);
         &mut self.syms[id as usize]
     }
 
@@ -445,10 +469,6 @@ fn roundup_page(x: u64) -> u64 {
     x.wrapping_add(4095) & !4095
 }
 
-fn prefix_underscores(s: &str) -> usize {
-    s.bytes().take_while(|&b| b == b'_').count()
-}
-
 impl SymTab {
     /// perf's `choose_best_symbol` for symbols `a` and `b` of this table:
     /// true to keep `a`, false to keep `b`.
@@ -490,14 +510,14 @@ impl SymTab {
         if ra == rb && sa.form == sb.form && !ra.windows(3).any(|w| w == b"SyS") {
             return true;
         }
-        let (an, bn) = (self.name(a), self.name(b));
-        let (ua, ub) = (prefix_underscores(&an), prefix_underscores(&bn));
+        let (an, bn) = (self.shape(a), self.shape(b));
+        let (ua, ub) = (an.underscores, bn.underscores);
         if ub > ua {
             return true;
         } else if ua > ub {
             return false;
         }
-        let (na, nb) = (an.len(), bn.len());
+        let (na, nb) = (an.len, bn.len);
         if na > nb {
             return true;
         } else if na < nb {
