@@ -7,6 +7,7 @@
 
 
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
+use super::elf::SectionBytes;
 use super::symtab::{Sym, SymTab};
 
 /// One kallsyms line: address, type letter, name (with `\t[module]`).
@@ -47,14 +48,14 @@ pub fn parse(data: &[u8]) -> Vec<Entry<'_>> {
             }
             let c = data[i];
             i += 1;
-            match (c as char).to_digit(16) {
-                Some(d) => {
-                    addr = addr << 4 | d as u64;
-                    digits += 1;
-                }
-                None => {
+            match HEX[c as usize] {
+                NOT_HEX => {
                     stop = Some(c);
                     break;
+                }
+                d => {
+                    addr = addr << 4 | d as u64;
+                    digits += 1;
                 }
             }
         }
@@ -77,9 +78,8 @@ pub fn parse(data: &[u8]) -> Vec<Entry<'_>> {
         }
         i += 1;
         let start = i;
-        while i < n && data[i] != b'\n' && i - start < NAME_MAX {
-            i += 1;
-        }
+        let limit = n.min(start + NAME_MAX);
+        i = newline(&data[start..limit]).map_or(limit, |p| start + p);
         let name = &data[start..i];
         if i < n && data[i] == b'\n' {
             i += 1;
@@ -91,6 +91,42 @@ pub fn parse(data: &[u8]) -> Vec<Entry<'_>> {
 
 /// perf's `kallsyms__get_function_start`: the first `T`/`W`/`A` symbol
 /// with this name.
+const NOT_HEX: u8 = u8::MAX;
+
+/// Each byte's value as a hex digit, [`NOT_HEX`] if it is none.
+const HEX: [u8; 256] = {
+    let mut t = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The position of the first newline, eight bytes at a time (a kallsyms
+/// file is 120,000 lines; this is most of reading it).
+fn newline(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut chunks = b.chunks_exact(8);
+    for (k, c) in chunks.by_ref().enumerate() {
+        let x = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ (ONES * u64::from(b'\n'));
+        // A zero byte of x, the lowest one found exactly.
+        let zero = x.wrapping_sub(ONES) & !x & (ONES << 7);
+        if zero != 0 {
+            return Some(8 * k + zero.trailing_zeros() as usize / 8);
+        }
+    }
+    let rest = chunks.remainder();
+    rest.iter().position(|&c| c == b'\n').map(|p| b.len() - rest.len() + p)
+}
+
 pub fn function_start(entries: &[Entry<'_>], name: &str) -> Option<u64> {
     entries
         .iter()
@@ -115,6 +151,10 @@ pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
 /// (`maps__split_kallsyms`).
 pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
     let entries = parse(data);
+    // The names stay in a copy of the file, each ended by a NUL where its
+    // newline was: one allocation rather than one per symbol.
+    let mut names = data.to_vec();
+    let in_table = u32::try_from(data.len()).is_ok();
     let mut syms = Vec::with_capacity(entries.len());
     for e in &entries {
         if !matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') || e.name.first() == Some(&b'$') {
@@ -128,14 +168,26 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
             STB_LOCAL
         };
         let typ = if matches!(e.typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
-        let name = crate::symbols::symtab::shared_str(e.name);
-        syms.push(Sym::new(e.addr, 0, binding, typ, name));
+        let off = e.name.as_ptr() as usize - data.as_ptr() as usize;
+        let end = off + e.name.len();
+        // A name cut at NAME_MAX or at the end of the file has no newline
+        // to give up.
+        let sym = if in_table && names.get(end) == Some(&b'\n') {
+            names[end] = 0;
+            Sym::in_strtab(e.addr, 0, binding, typ, (0, off as u32), false)
+        } else {
+            Sym::new(e.addr, 0, binding, typ, crate::symbols::symtab::shared_str(e.name))
+        };
+        syms.push(sym);
     }
     let delta = match ref_reloc {
         Some((name, addr)) => function_start(&entries, name)?.wrapping_sub(addr),
         None => 0,
     };
+    let names = SectionBytes::Owned(names.into());
     let mut t = SymTab::default();
+    // The first string table of a table is number 0.
+    t.use_strtab(names.clone());
     t.insert_all(syms);
     t.fixup_end(true);
     t.fixup_duplicate();
@@ -144,20 +196,19 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
     // symbols are shifted by the boot relocation.
     let mut modules: std::collections::HashMap<String, Vec<Sym>> = std::collections::HashMap::new();
     let mut kernel = SymTab::default();
+    kernel.use_strtab(names);
     // The kernel's symbols, shifted by the same delta, keep their order and
     // do not overlap after the fixups, so re-inserting them gives the same
     // lookups as perf's tree with the module symbols erased.
     let mut kept = Vec::new();
-    for s in t.iter() {
+    for (s, name) in t.iter_raw() {
         let mut s = s.clone();
-        // kallsyms names are plain (Sym::new).
-        let name = s.plain_name().cloned().unwrap_or_default();
-        if let Some(tab) = name.find('\t') {
-            s.set_name(name[..tab].into());
-            modules.entry(name[tab + 1..].to_string()).or_default().push(s);
+        if let Some(tab) = name.iter().position(|&b| b == b'\t') {
+            s.set_name(crate::symbols::symtab::shared_str(&name[..tab]));
+            modules.entry(String::from_utf8_lossy(&name[tab + 1..]).into_owned()).or_default().push(s);
             continue;
         }
-        if &*name == "__entry_SYSCALL_64_trampoline" {
+        if name == b"__entry_SYSCALL_64_trampoline" {
             continue;
         }
         s.start = s.start.wrapping_sub(delta);
@@ -199,6 +250,25 @@ ffffffff81000080 R some_rodata\n\
 ffffffff81000100 W weak_fn\n\
 ffffffff81000200 D data_sym\n\
 ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
+
+    #[test]
+    fn newlines_are_found_where_they_are() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut b = vec![b'x'; len];
+                // Bytes that differ from '\n' by one bit, or borrow into it.
+                for (i, c) in b.iter_mut().enumerate() {
+                    *c = [b'x', b'\x0b', b'\x09', b'\x8a', b'\x0a' ^ 0x80][i % 5];
+                }
+                if at < len {
+                    b[at] = b'\n';
+                    b[at + 1..].iter_mut().step_by(3).for_each(|c| *c = b'\n');
+                }
+                let want = b.iter().position(|&c| c == b'\n');
+                assert_eq!(newline(&b), want, "len {len}, at {at}");
+            }
+        }
+    }
 
     #[test]
     fn parses_lines() {

@@ -285,6 +285,12 @@ impl SymTab {
         self.order.iter().map(|&id| &self.syms[id as usize])
     }
 
+    /// [`SymTab::iter`] with each symbol's name in the object file.
+    pub fn iter_raw(&mut self) -> impl Iterator<Item = (&Sym, &[u8])> + '_ {
+        self.sync();
+        self.order.iter().map(|&id| (&self.syms[id as usize], self.raw(&self.syms[id as usize])))
+    }
+
     pub fn first(&mut self) -> Option<&Sym> {
         self.sync();
         self.order.first().map(|&id| &self.syms[id as usize])
@@ -331,6 +337,18 @@ impl SymTab {
         self.sync();
         self.overlaps = None;
         let Some(&last) = self.order.last() else { return };
+        // The module part of each kallsyms name ("name\t[module]").
+        let modules: Vec<Option<Box<[u8]>>> = match is_kallsyms {
+            true => self
+                .order
+                .iter()
+                .map(|&id| {
+                    let raw = self.raw(&self.syms[id as usize]);
+                    raw.iter().position(|&b| b == b'[').map(|p| raw[p..].into())
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         for i in 1..self.order.len() {
             let (p, c) = (self.order[i - 1], self.order[i]);
             let (prev, curr_start) = (&self.syms[p as usize], self.syms[c as usize].start);
@@ -338,9 +356,7 @@ impl SymTab {
                 continue;
             }
             let end = if is_kallsyms {
-                let (prev_name, curr_name) = (self.name(p), self.name(c));
-                let prev_mod = prev_name.find('[').map(|p| &prev_name[p..]);
-                let curr_mod = curr_name.find('[').map(|p| &curr_name[p..]);
+                let (prev_mod, curr_mod) = (modules[i - 1].as_deref(), modules[i].as_deref());
                 let prev_end = self.syms[p as usize].end;
                 match (prev_mod, curr_mod) {
                     (None, Some(_)) | (Some(_), None) => roundup_page(prev_end.wrapping_add(4096)),
