@@ -8,7 +8,7 @@ use super::maps::DsoId;
 
 /// What kind of object a DSO name denotes (perf's `is_anon_memory`,
 /// `is_no_dso_memory`, `is_vdso_map`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DsoKind {
     /// A file on disk.
     File,

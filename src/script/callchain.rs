@@ -141,8 +141,8 @@ impl Script {
         self.shipped[i] = true;
         let dso = self.machine.dsos.get(map.dso);
         if Symbolizer::loads_from_file(dso.kind) {
-            let request = LoadRequest { dso: map.dso, long_name: dso.name.to_string(), kind: dso.kind, build_id: dso.build_id.clone() };
-            self.out.load(self.buf.len(), request);
+            let request = LoadRequest { long_name: dso.name.to_string(), kind: dso.kind, build_id: dso.build_id.clone() };
+            self.out.load(self.buf.len(), map.dso, request);
             return;
         }
         let keep = self.trace_resolver && dso.kind == crate::machine::DsoKind::Kernel;

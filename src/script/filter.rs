@@ -23,6 +23,11 @@ pub struct Filters {
 }
 
 impl Filters {
+    /// Whether no filter is set.
+    pub fn is_empty(&self) -> bool {
+        self.comms.is_none() && self.pids.is_none() && self.tids.is_none() && self.cpus.is_none() && self.time.is_empty()
+    }
+
     /// perf's `filter_cpu`: samples without a CPU are never filtered.
     pub fn skip_cpu(&self, cpu: u32) -> bool {
         match &self.cpus {

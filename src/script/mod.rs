@@ -12,6 +12,7 @@
 mod callchain;
 mod events;
 mod output;
+mod prefetch;
 pub use output::thread_cpu;
 pub mod fields;
 pub mod filter;
@@ -116,6 +117,8 @@ pub struct Script {
     shipped: Vec<bool>,
     /// What the last callchains' lookups found (see [`callchain::RecentMaps`]).
     recent_maps: callchain::RecentMaps,
+    /// Samples [`prefetch`] may still look at.
+    lookahead_left: u32,
     /// The printer thread; `buf` is the text for it.
     out: output::Output,
     buf: Vec<u8>,
@@ -149,6 +152,7 @@ impl Script {
             machine: Machine::new(),
             shipped: Vec::new(),
             recent_maps: Default::default(),
+            lookahead_left: prefetch::LOOKAHEAD_SAMPLES,
             out: output::Output::start(out, symbolizer.config.clone(), symbolizer.build_id_pairs()),
             symbolizer,
             buf: Vec::new(),
@@ -589,6 +593,10 @@ fn is_dummy(attr: &Attr) -> bool {
 }
 
 impl Tool for Script {
+    fn lookahead(&mut self, ctx: &Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
+        self.prefetch_symbols(ctx, records);
+    }
+
     fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
         let rec = &ev.record;
         let trailer = ctx.evlist.evsels[ev.evsel].attr.id_hdr_size();

@@ -74,15 +74,16 @@ pub enum Other {
     /// A DSO's symbols, loaded by the reading side when a line first needed
     /// them (the reading side has time to spare, the printer has not).
     Loaded(crate::machine::DsoId, Box<ShippedDso>),
-    /// A DSO's symbols, coming from the loader thread (requests are served
-    /// in order, so the printer takes the next answer).
-    Loading(crate::machine::DsoId),
+    /// A DSO's symbols, coming from the loader thread as the answer to
+    /// request number `.1` (the printer keeps answers that come early).
+    Loading(crate::machine::DsoId, u64),
 }
 
 /// What the loader thread needs to load a DSO's symbols: its name and
-/// build-id (see [`Symbolizer::load_file`]).
+/// build-id (see [`Symbolizer::load_file`]). Equal requests get equal
+/// answers, whenever they are made.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LoadRequest {
-    pub dso: crate::machine::DsoId,
     pub long_name: String,
     pub kind: crate::machine::DsoKind,
     pub build_id: Option<Vec<u8>>,
@@ -134,8 +135,12 @@ pub struct Output {
     copier: Option<JoinHandle<()>>,
     /// The loader thread: symbol tables of large libraries take long to
     /// read, and the reading side is the busier one.
-    to_loader: Option<std::sync::mpsc::Sender<LoadRequest>>,
+    to_loader: Option<std::sync::mpsc::Sender<(u64, LoadRequest)>>,
     loader: Option<JoinHandle<()>>,
+    /// Requests sent so far.
+    requests: u64,
+    /// Requests sent ahead of need ([`Output::prefetch`]), not yet used.
+    prefetched: std::collections::HashMap<LoadRequest, u64>,
 }
 
 /// CPU time the calling thread has used.
@@ -159,8 +164,8 @@ impl Output {
         let printer_cpu = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
         let (format_cpu, copy_cpu) = (printer_cpu.clone(), printer_cpu.clone());
         let format_flag = failed.clone();
-        let (to_loader, requests) = std::sync::mpsc::channel::<LoadRequest>();
-        let (loaded, from_loader) = std::sync::mpsc::channel::<(crate::machine::DsoId, ShippedDso)>();
+        let (to_loader, requests) = std::sync::mpsc::channel::<(u64, LoadRequest)>();
+        let (loaded, from_loader) = std::sync::mpsc::channel::<(u64, ShippedDso)>();
         let loader_config = config.clone();
         let loader_ids = build_ids.clone();
         let loader = std::thread::Builder::new()
@@ -168,9 +173,9 @@ impl Output {
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(loader_config);
                 symbolizer.set_build_id_pairs(loader_ids);
-                for r in requests {
+                for (serial, r) in requests {
                     let shipped = symbolizer.load_file(&r.long_name, r.kind, r.build_id.as_deref());
-                    if loaded.send((r.dso, shipped)).is_err() {
+                    if loaded.send((serial, shipped)).is_err() {
                         break;
                     }
                 }
@@ -202,6 +207,8 @@ impl Output {
             copier: Some(copier),
             to_loader: Some(to_loader),
             loader: Some(loader),
+            requests: 0,
+            prefetched: Default::default(),
         }
     }
 
@@ -234,15 +241,39 @@ impl Output {
         self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, code, repeat: 0, arg: ip });
     }
 
-    /// Has the loader thread load a DSO's symbols; the printer installs them
-    /// at position `at`.
-    pub fn load(&mut self, at: usize, request: LoadRequest) {
-        let dso = request.dso;
-        if let Some(l) = &self.to_loader
-            && l.send(request).is_ok()
-        {
-            self.other(at, Other::Loading(dso));
+    /// Has the loader thread load `dso`'s symbols (unless it already is);
+    /// the printer installs them at position `at`.
+    pub fn load(&mut self, at: usize, dso: crate::machine::DsoId, request: LoadRequest) {
+        let serial = match self.prefetched.remove(&request) {
+            Some(serial) => Some(serial),
+            None => self.request(request),
+        };
+        if let Some(serial) = serial {
+            self.other(at, Other::Loading(dso, serial));
         }
+    }
+
+    /// Has the loader thread load a DSO's symbols before a line needs them
+    /// (the loader is idle while the reading side loads the kernel's).
+    pub fn prefetch(&mut self, request: LoadRequest) {
+        if !self.prefetched.contains_key(&request)
+            && let Some(serial) = self.request(request.clone())
+        {
+            self.prefetched.insert(request, serial);
+        }
+    }
+
+    /// Whether `request` was sent ahead of need.
+    pub fn is_prefetched(&self, request: &LoadRequest) -> bool {
+        self.prefetched.contains_key(request)
+    }
+
+    /// Sends a request to the loader thread; its number.
+    fn request(&mut self, request: LoadRequest) -> Option<u64> {
+        let serial = self.requests;
+        self.to_loader.as_ref()?.send((serial, request)).ok()?;
+        self.requests += 1;
+        Some(serial)
     }
 
     /// Leaves a rare job at position `at` of the text.
@@ -326,11 +357,13 @@ fn format_loop(
     mut formatter: FrameFormatter,
     from_reader: Receiver<Msg>,
     to_copier: SyncSender<Msg>,
-    from_loader: Receiver<(crate::machine::DsoId, ShippedDso)>,
+    from_loader: Receiver<(u64, ShippedDso)>,
     failed: Arc<AtomicBool>,
     cpu: &AtomicU64,
 ) {
     let mut slots: [Option<Map>; MAP_SLOTS] = [None; MAP_SLOTS];
+    // Answers to requests made ahead of need, by request number.
+    let mut early: std::collections::HashMap<u64, ShippedDso> = Default::default();
     while let Ok(msg) = from_reader.recv() {
         match msg {
             Msg::Batch(mut batch) => {
@@ -359,10 +392,8 @@ fn format_loop(
                             Some(Other::Loaded(dso, shipped)) => formatter.install(dso, *shipped),
                             // Without an answer (the loader failed) the
                             // formatter loads the DSO itself when it needs it.
-                            Some(Other::Loading(dso)) => {
-                                if let Ok((id, shipped)) = from_loader.recv()
-                                    && id == dso
-                                {
+                            Some(Other::Loading(dso, serial)) => {
+                                if let Some(shipped) = answer(&mut early, &from_loader, serial) {
                                     formatter.install(dso, shipped);
                                 }
                             }
@@ -448,6 +479,22 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
     }
 }
 
+/// The loader's answer to request `serial`: kept from before, or the next
+/// ones received until it comes (keeping those that come before it).
+/// `None` if the loader is gone.
+fn answer<T>(early: &mut std::collections::HashMap<u64, T>, from_loader: &Receiver<(u64, T)>, serial: u64) -> Option<T> {
+    if let Some(a) = early.remove(&serial) {
+        return Some(a);
+    }
+    loop {
+        let (n, a) = from_loader.recv().ok()?;
+        if n == serial {
+            return Some(a);
+        }
+        early.insert(n, a);
+    }
+}
+
 /// The text of a new line: the next `len` bytes of the batch's new texts.
 fn new_text<'a>(texts: &'a [u8], pos: &mut usize, place: FrameText) -> &'a [u8] {
     match place {
@@ -490,6 +537,22 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// Answers to requests made ahead of need wait until asked for.
+    #[test]
+    fn loader_answers_are_taken_by_number() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut early = std::collections::HashMap::new();
+        for (n, a) in [(0, "prefetched"), (1, "also"), (2, "needed")] {
+            tx.send((n, a)).expect("open");
+        }
+        assert_eq!(answer(&mut early, &rx, 2), Some("needed"));
+        assert_eq!(early.len(), 2);
+        assert_eq!(answer(&mut early, &rx, 0), Some("prefetched"));
+        drop(tx);
+        assert_eq!(answer(&mut early, &rx, 1), Some("also"));
+        assert_eq!(answer(&mut early, &rx, 3), None, "the loader is gone");
     }
 
     /// A line that comes many times in a row travels once, and prints as

@@ -72,6 +72,11 @@ pub trait Tool {
     fn finish(&mut self, _ctx: &Context<'_>) -> Result<()> {
         Ok(())
     }
+
+    /// The records about to be delivered (queued, not yet in order), as
+    /// (event index, record bytes): a tool may prepare for them, but what
+    /// it prints must not depend on it.
+    fn lookahead(&mut self, _ctx: &Context<'_>, _records: &mut dyn Iterator<Item = (usize, &[u8])>) {}
 }
 
 /// Counters kept while reading (perf's `events_stats`).
@@ -388,8 +393,15 @@ impl<'a> Session<'a> {
         self.deliver(tool, q.offset, q.inner, q.evsel as usize, &q.bytes)
     }
 
+    /// Shows the queue to the tool before a flush (see [`Tool::lookahead`]).
+    fn lookahead(&self, tool: &mut dyn Tool, queue: &OrderedEvents<'_>) {
+        let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
+        tool.lookahead(&ctx, &mut queue.items().map(|q| (q.evsel as usize, &*q.bytes)));
+    }
+
     fn flush_round(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let mut queue = std::mem::take(&mut self.queue);
+        self.lookahead(tool, &queue);
         let r = queue.flush_round(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
         r
@@ -397,6 +409,7 @@ impl<'a> Session<'a> {
 
     fn flush_half(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let mut queue = std::mem::take(&mut self.queue);
+        self.lookahead(tool, &queue);
         let r = queue.flush_half(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
         r
@@ -404,6 +417,7 @@ impl<'a> Session<'a> {
 
     fn flush_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let mut queue = std::mem::take(&mut self.queue);
+        self.lookahead(tool, &queue);
         let r = queue.flush_all(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
         r

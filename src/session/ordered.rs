@@ -105,6 +105,11 @@ impl<'a> OrderedEvents<'a> {
         self.items.len()
     }
 
+    /// The queued records, in no particular order.
+    pub fn items(&self) -> impl Iterator<Item = &Queued<'a>> {
+        self.items.iter()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
