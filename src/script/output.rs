@@ -174,7 +174,7 @@ impl Output {
                 let mut symbolizer = Symbolizer::new(loader_config);
                 symbolizer.set_build_id_pairs(loader_ids);
                 for (serial, r) in requests {
-                    let shipped = symbolizer.load_file(&r.long_name, r.kind, r.build_id.as_deref());
+                    let shipped = symbolizer.load_file_prepared(&r.long_name, r.kind, r.build_id.as_deref());
                     if loaded.send((serial, shipped)).is_err() {
                         break;
                     }

@@ -335,7 +335,6 @@ impl<'a> Session<'a> {
         let cpu_checked = attr.samples(crate::perf_data::attr::sample_type::CPU) && (t == kind::SAMPLE || attr.sample_id_all());
         let trailer = attr.id_hdr_size();
         let parsed = (t == kind::SAMPLE).then(|| Sample::parse(record.body(), attr, self.endian));
-        let trailer_id = SampleId::parse_trailer(record.body(), attr, self.endian);
         let (mut sample, mut id) = if let Some(parsed) = parsed {
             match parsed {
                 Ok(s) => {
@@ -348,7 +347,7 @@ impl<'a> Session<'a> {
                 }
             }
         } else {
-            (None, trailer_id)
+            (None, SampleId::parse_trailer(record.body(), attr, self.endian))
         };
         if t == kind::CALLCHAIN_DEFERRED && DeferredCallchainRecord::parse(&record, trailer).is_none() {
             self.skip("bad-deferred".into(), || {

@@ -266,6 +266,14 @@ impl Symbolizer {
         ShippedDso { loaded, kind, kernel: false, long_name: long_name.to_string(), short_name: short_name.to_string() }
     }
 
+    /// [`Symbolizer::load_file`] with the table made ready for lookups
+    /// ([`SymTab::prepare`]).
+    pub fn load_file_prepared(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
+        let mut shipped = self.load_file(long_name, kind, build_id);
+        shipped.loaded.syms.prepare();
+        shipped
+    }
+
     fn load_symbols(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> ShippedDso {
         let dso = dsos.get(id);
         if Self::loads_from_file(dso.kind) {

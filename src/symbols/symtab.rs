@@ -450,6 +450,16 @@ impl SymTab {
     }
 
     /// The walk over perf's tree, brought up to date first.
+    /// Does now what the first lookup would otherwise do: the order, the
+    /// overlap check, and perf's tree where that decides lookups (so that
+    /// the loader thread does it, not the printer).
+    pub fn prepare(&mut self) {
+        self.sync();
+        if self.has_overlaps() {
+            self.exact_find(0);
+        }
+    }
+
     fn exact_find(&mut self, ip: u64) -> Option<NodeId> {
         let tree = self.exact.get_or_insert_with(RbTree::default);
         for &op in &self.log[self.replayed..] {
