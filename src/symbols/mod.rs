@@ -93,22 +93,42 @@ struct DsoState {
 #[derive(Debug)]
 pub struct ShippedDso {
     loaded: Loaded,
+    /// The addr2line session, started where the symbols were loaded.
+    a2l: Option<StartedA2l>,
     kind: DsoKind,
     kernel: bool,
     long_name: String,
     short_name: String,
 }
 
+/// What [`a2l_session`] finds out when it first runs: whether the file
+/// has `.debug_line`, and then the session (as a new one starts, before
+/// any query).
+struct StartedA2l {
+    has_debug_line: bool,
+    session: Option<a2l::Session>,
+}
+
+impl std::fmt::Debug for StartedA2l {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StartedA2l {{ has_debug_line: {}, session: {} }}", self.has_debug_line, self.session.is_some())
+    }
+}
+
 impl DsoState {
     fn new(s: ShippedDso) -> DsoState {
+        let (has_debug_line, a2l) = match s.a2l {
+            Some(started) => (Some(started.has_debug_line), started.session),
+            None => (None, None),
+        };
         DsoState {
             loaded: s.loaded,
             kind: s.kind,
             kernel: s.kernel,
             long_name: s.long_name.into(),
             short_name: s.short_name.into(),
-            has_debug_line: None,
-            a2l: None,
+            has_debug_line,
+            a2l,
             has_srcline: true,
             a2l_fails: 0,
             inlines: HashMap::new(),
@@ -227,7 +247,7 @@ impl Symbolizer {
     pub fn ship(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>, keep: bool) -> ShippedDso {
         let st = self.state_for(dsos, id, map);
         let loaded = if keep { st.loaded.clone() } else { std::mem::take(&mut st.loaded) };
-        ShippedDso { loaded, kind: st.kind, kernel: st.kernel, long_name: st.long_name.to_string(), short_name: st.short_name.to_string() }
+        ShippedDso { loaded, a2l: None, kind: st.kind, kernel: st.kernel, long_name: st.long_name.to_string(), short_name: st.short_name.to_string() }
     }
 
     /// Takes a DSO's symbols loaded by another symbolizer (see
@@ -263,14 +283,23 @@ impl Symbolizer {
         } else {
             load::load_user_dso(long_name, bid.as_deref(), kind == DsoKind::Vdso, &search)
         };
-        ShippedDso { loaded, kind, kernel: false, long_name: long_name.to_string(), short_name: short_name.to_string() }
+        ShippedDso { loaded, a2l: None, kind, kernel: false, long_name: long_name.to_string(), short_name: short_name.to_string() }
     }
 
     /// [`Symbolizer::load_file`] with the table made ready for lookups
-    /// ([`SymTab::prepare`]).
+    /// ([`SymTab::prepare`]) and, when inline frames are shown, the
+    /// addr2line session started (reading and decompressing its sections
+    /// takes the printer ~0.1 s on a large recording otherwise).
     pub fn load_file_prepared(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
         let mut shipped = self.load_file(long_name, kind, build_id);
         shipped.loaded.syms.prepare();
+        if self.config.inline
+            && let Some(path) = a2l_path(shipped.loaded.symsrc.as_deref(), &shipped.long_name, self.symfs().as_deref())
+        {
+            let has_debug_line = elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some());
+            let session = if has_debug_line { elf::Elf::open(&path).map(a2l::Session::new) } else { None };
+            shipped.a2l = Some(StartedA2l { has_debug_line, session });
+        }
         shipped
     }
 
@@ -323,7 +352,7 @@ impl Symbolizer {
             // Loaded by `load_file` above.
             DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo => Loaded::default(),
         };
-        ShippedDso { loaded, kind: dso.kind, kernel, long_name: long_name.to_string(), short_name: short_name.to_string() }
+        ShippedDso { loaded, a2l: None, kind: dso.kind, kernel, long_name: long_name.to_string(), short_name: short_name.to_string() }
     }
 
     /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
@@ -468,14 +497,18 @@ impl Symbolizer {
 /// do not depend on the files of the machine it runs on (perf-ref, in a
 /// chroot, does not see the host's files either).
 fn srcline_dso_name(st: &DsoState, symfs: Option<&Path>) -> Option<PathBuf> {
-    if let Some(p) = &st.loaded.symsrc {
-        return Some(p.clone());
+    a2l_path(st.loaded.symsrc.as_deref(), &st.long_name, symfs)
+}
+
+/// The file addr2line runs on for a DSO whose symbols came from `symsrc`.
+fn a2l_path(symsrc: Option<&Path>, long_name: &str, symfs: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = symsrc {
+        return Some(p.to_path_buf());
     }
-    let n = &*st.long_name;
-    if n.starts_with('[') || is_perf_pid_map_name(n) {
+    if long_name.starts_with('[') || is_perf_pid_map_name(long_name) {
         return None;
     }
-    Some(Search { symfs, buildid_dir: None, demangle: false }.join(n))
+    Some(Search { symfs, buildid_dir: None, demangle: false }.join(long_name))
 }
 
 fn is_perf_pid_map_name(n: &str) -> bool {

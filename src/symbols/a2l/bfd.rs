@@ -4,7 +4,7 @@
 //! address when DWARF does not name one).
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::symbols::elf::{self, Elf};
 
@@ -20,17 +20,17 @@ pub struct Section {
 struct Cand {
     code_off: u64,
     size: u64,
-    name: Rc<str>,
-    file: Option<Rc<str>>,
+    name: Arc<str>,
+    file: Option<Arc<str>>,
 }
 
 /// What `_bfd_elf_find_function` returns.
 #[derive(Debug, Clone)]
 pub struct FoundFn {
-    pub name: Rc<str>,
+    pub name: Arc<str>,
     /// Absolute symbol value.
     pub value: u64,
-    pub file: Option<Rc<str>>,
+    pub file: Option<Arc<str>>,
 }
 
 pub struct BfdFile {
@@ -42,13 +42,13 @@ pub struct BfdFile {
     /// The symbol binutils picks at an exact (section index, offset) for
     /// non-code sections: the first global one, else the last one (name,
     /// is a function).
-    exact: HashMap<(usize, u64), (Rc<str>, bool, bool)>,
+    exact: HashMap<(usize, u64), (Arc<str>, bool, bool)>,
 }
 
 /// A symbol found at an exact address of a non-code section.
 #[derive(Debug, Clone)]
 pub struct ExactSym {
-    pub name: Rc<str>,
+    pub name: Arc<str>,
     pub function: bool,
 }
 
@@ -75,9 +75,9 @@ impl BfdFile {
             FileAfter,
         }
         let mut state = State::Nothing;
-        let mut file: Option<Rc<str>> = None;
+        let mut file: Option<Arc<str>> = None;
         let mut cands: HashMap<usize, Vec<Cand>> = HashMap::new();
-        let mut exact: HashMap<(usize, u64), (Rc<str>, bool, bool)> = HashMap::new();
+        let mut exact: HashMap<(usize, u64), (Arc<str>, bool, bool)> = HashMap::new();
         for s in syms.iter().skip(1) {
             let typ = s.typ();
             if typ == elf::STT_FILE {

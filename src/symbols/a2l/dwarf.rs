@@ -7,7 +7,7 @@
 //! linkage name" state that `addr2line` keeps between queries.
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use gimli::{Abbreviations, AttributeValue, DebugAbbrev, DebugAbbrevOffset, DebugInfo, EndianSlice, RunTimeEndian, UnitOffset};
 
@@ -104,9 +104,9 @@ impl Aranges {
 pub struct Func {
     pub tag: u16,
     pub caller: u32,
-    pub caller_file: Option<Rc<str>>,
+    pub caller_file: Option<Arc<str>>,
     pub caller_line: u32,
-    pub name: Option<Rc<str>>,
+    pub name: Option<Arc<str>>,
     pub is_linkage: bool,
     pub aranges: Aranges,
 }
@@ -121,8 +121,8 @@ struct Lookup {
 /// false); only these can match a symbol lookup.
 #[derive(Debug, Clone)]
 pub struct Var {
-    pub name: Option<Rc<str>>,
-    pub file: Option<Rc<str>>,
+    pub name: Option<Arc<str>>,
+    pub file: Option<Arc<str>>,
     pub line: u32,
     pub addr: u64,
 }
@@ -139,7 +139,7 @@ pub struct Decoded {
 /// Declaration coordinates collected by `find_abstract_instance`.
 #[derive(Default)]
 struct Decl {
-    file: Option<Rc<str>>,
+    file: Option<Arc<str>>,
     line: u32,
 }
 
@@ -149,9 +149,9 @@ pub struct Unit {
     version: u16,
     addr_size: u8,
     offset_size: u8,
-    abbrevs: Rc<Abbreviations>,
+    abbrevs: Arc<Abbreviations>,
     lang: u64,
-    comp_dir: Option<Rc<str>>,
+    comp_dir: Option<Arc<str>>,
     stmt_list: Option<u64>,
     base_address: u64,
     addr_base: u64,
@@ -180,7 +180,7 @@ pub struct Dwarf {
     index_dirty: bool,
     /// Offset of the next unit binutils would read, `None` once it stopped.
     next_unit: Option<usize>,
-    abbrev_cache: HashMap<u64, Rc<Abbreviations>>,
+    abbrev_cache: HashMap<u64, Arc<Abbreviations>>,
     /// Bumped whenever a unit is read or decoded: answers can change then.
     pub generation: u64,
 }
@@ -195,7 +195,7 @@ fn name_is_linkage(lang: u64) -> bool {
 /// `is_str_form`); `addr` tells DW_FORM_addr apart (for DW_AT_high_pc).
 enum Val {
     Int { v: u64, addr: bool },
-    Str(Option<Rc<str>>),
+    Str(Option<Arc<str>>),
     Other,
 }
 
@@ -225,7 +225,7 @@ fn cstr_at(d: &[u8], off: u64) -> Option<&[u8]> {
     Some(&rest[..n])
 }
 
-fn to_str(b: &[u8]) -> Rc<str> {
+fn to_str(b: &[u8]) -> Arc<str> {
     String::from_utf8_lossy(b).into()
 }
 
@@ -260,7 +260,7 @@ impl Dwarf {
     }
 
     /// binutils' `read_indexed_string`.
-    fn indexed_string(&self, unit: &Unit, idx: u64) -> Option<Rc<str>> {
+    fn indexed_string(&self, unit: &Unit, idx: u64) -> Option<Arc<str>> {
         if unit.str_offsets_base == 0 {
             return None;
         }
@@ -331,7 +331,7 @@ impl Dwarf {
         let abbrevs = match self.abbrev_cache.get(&aoff) {
             Some(a) => a.clone(),
             None => {
-                let a = Rc::new(DebugAbbrev::new(&abbrev_data, endian).abbreviations(DebugAbbrevOffset(aoff as usize)).ok()?);
+                let a = Arc::new(DebugAbbrev::new(&abbrev_data, endian).abbreviations(DebugAbbrevOffset(aoff as usize)).ok()?);
                 self.abbrev_cache.insert(aoff, a.clone());
                 a
             }
@@ -680,7 +680,7 @@ impl Dwarf {
         ui: usize,
         r: Ref,
         depth: u32,
-        name: &mut Option<Rc<str>>,
+        name: &mut Option<Arc<str>>,
         is_linkage: &mut bool,
         decl: &mut Decl,
     ) -> bool {
@@ -955,7 +955,7 @@ impl Dwarf {
 
     /// binutils' `lookup_symbol_in_variable_table`: the file and line of a
     /// static variable at `addr` whose name is part of `sym_name`.
-    pub fn lookup_variable(&mut self, ui: usize, addr: u64, sym_name: &str) -> Option<(Option<Rc<str>>, u32)> {
+    pub fn lookup_variable(&mut self, ui: usize, addr: u64, sym_name: &str) -> Option<(Option<Arc<str>>, u32)> {
         let d = self.units[ui].decoded.as_ref()?;
         d.vars
             .iter()

@@ -5,7 +5,7 @@
 //! file names are built by `concat_filename`, sequences are sorted and
 //! trimmed so that they do not overlap.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::reader::Reader;
 
@@ -37,7 +37,7 @@ struct Sequence {
 /// What `lookup_address_in_line_info_table` returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineHit {
-    pub file: Option<Rc<str>>,
+    pub file: Option<Arc<str>>,
     pub line: u32,
     pub discriminator: u32,
 }
@@ -46,18 +46,18 @@ pub struct LineHit {
 #[derive(Debug, Default)]
 pub struct LineTable {
     pub use_dir_and_file_0: bool,
-    comp_dir: Option<Rc<str>>,
-    dirs: Vec<Option<Rc<str>>>,
-    files: Vec<(Option<Rc<str>>, u64)>,
+    comp_dir: Option<Arc<str>>,
+    dirs: Vec<Option<Arc<str>>>,
+    files: Vec<(Option<Arc<str>>, u64)>,
     /// Interned `concat_filename` results.
-    pub names: Vec<Rc<str>>,
+    pub names: Vec<Arc<str>>,
     rows: Vec<Row>,
     seqs: Vec<Sequence>,
     lcl_head: u32,
     /// [low, high] of each sequence, for the unit's address ranges.
     pub seq_ranges: Vec<(u64, u64)>,
     /// [`LineTable::filename`] answers by file number.
-    memo: std::cell::RefCell<Vec<Option<Rc<str>>>>,
+    memo: std::cell::RefCell<Vec<Option<Arc<str>>>>,
 }
 
 /// String sections a line table header may refer to.
@@ -74,7 +74,7 @@ fn cstr(d: &[u8], off: u64) -> Option<&[u8]> {
     Some(&rest[..n])
 }
 
-fn non_empty(b: Option<&[u8]>) -> Option<Rc<str>> {
+fn non_empty(b: Option<&[u8]>) -> Option<Arc<str>> {
     match b {
         Some(s) if !s.is_empty() => Some(String::from_utf8_lossy(s).into()),
         _ => None,
@@ -87,7 +87,7 @@ fn is_absolute(p: &str) -> bool {
 
 impl LineTable {
     /// binutils' `concat_filename`.
-    pub fn concat_filename(&self, file: u64) -> Rc<str> {
+    pub fn concat_filename(&self, file: u64) -> Arc<str> {
         let mut file = file;
         if !self.use_dir_and_file_0 {
             if file == 0 {
@@ -125,7 +125,7 @@ impl LineTable {
     /// [`LineTable::concat_filename`] for a decoded table (its file list
     /// no longer changes), each answer made once: DIEs name their files by
     /// number, many times over.
-    pub fn filename(&self, file: u64) -> Rc<str> {
+    pub fn filename(&self, file: u64) -> Arc<str> {
         let Some(i) = usize::try_from(file).ok().filter(|&i| i <= self.files.len()) else {
             return self.concat_filename(file);
         };
@@ -141,7 +141,7 @@ impl LineTable {
         n
     }
 
-    fn intern(&mut self, name: Rc<str>) -> u32 {
+    fn intern(&mut self, name: Arc<str>) -> u32 {
         if let Some(i) = self.names.iter().rposition(|n| **n == *name) {
             return i as u32;
         }
@@ -221,7 +221,7 @@ impl LineTable {
         offset: u64,
         little_endian: bool,
         addr_size: u8,
-        comp_dir: Option<Rc<str>>,
+        comp_dir: Option<Arc<str>>,
         strs: &StrSections<'_>,
     ) -> Option<LineTable> {
         if section.len() < 16 {
@@ -544,7 +544,7 @@ impl LineTable {
 
 /// DWARF 5 directory/file entry tables (binutils' `read_formatted_entries`):
 /// (name, directory index) per entry.
-fn read_formatted(r: &mut Reader<'_>, offset_size: u8, strs: &StrSections<'_>) -> Option<Vec<(Option<Rc<str>>, u64)>> {
+fn read_formatted(r: &mut Reader<'_>, offset_size: u8, strs: &StrSections<'_>) -> Option<Vec<(Option<Arc<str>>, u64)>> {
     let format_count = r.u8();
     let mut formats = Vec::with_capacity(format_count as usize);
     for _ in 0..format_count {
@@ -589,9 +589,9 @@ fn read_formatted(r: &mut Reader<'_>, offset_size: u8, strs: &StrSections<'_>) -
 /// A value of a line-table entry form: (string if a string form, integer
 /// if a data form).
 #[allow(clippy::type_complexity)]
-fn read_form(r: &mut Reader<'_>, form: u64, offset_size: u8, strs: &StrSections<'_>) -> Option<(Option<Option<Rc<str>>>, Option<u64>)> {
+fn read_form(r: &mut Reader<'_>, form: u64, offset_size: u8, strs: &StrSections<'_>) -> Option<(Option<Option<Arc<str>>>, Option<u64>)> {
     let off = |r: &mut Reader<'_>| if offset_size == 4 { r.u32() as u64 } else { r.u64() };
-    let strx = |idx: u64| -> Option<Rc<str>> {
+    let strx = |idx: u64| -> Option<Arc<str>> {
         let (d, base, osz) = strs.str_offsets?;
         let at = base.checked_add(idx.checked_mul(osz as u64)?)?;
         let mut rr = Reader::new(d, true);

@@ -13,7 +13,7 @@ pub mod lines;
 pub mod reader;
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::symbols::elf::{Elf, SectionBytes};
 use bfd::{BfdFile, FoundFn, Section};
@@ -24,8 +24,8 @@ use lines::LineHit;
 /// `??`, line 0 as `?`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
-    pub function: Option<Rc<str>>,
-    pub file: Option<Rc<str>>,
+    pub function: Option<Arc<str>>,
+    pub file: Option<Arc<str>>,
     pub line: u32,
 }
 
@@ -37,7 +37,7 @@ struct Core {
     line: Option<LineHit>,
     fun: Option<FoundFn>,
     /// A static variable found by symbol lookup (non-code sections).
-    var: Option<(Option<Rc<str>>, u32)>,
+    var: Option<(Option<Arc<str>>, u32)>,
 }
 
 pub struct Session {
