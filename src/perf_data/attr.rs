@@ -193,13 +193,7 @@ impl Attr {
         if !self.sample_id_all() {
             return 0;
         }
-        let mut n = 0;
-        for bit in [TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER] {
-            if self.samples(bit) {
-                n += 8;
-            }
-        }
-        n
+        8 * (self.sample_type & (TID | TIME | ID | STREAM_ID | CPU | IDENTIFIER)).count_ones() as usize
     }
 
     /// Index (in u64 words from the start of a sample body) of the event id,
@@ -212,13 +206,7 @@ impl Attr {
         if !self.samples(ID) {
             return None;
         }
-        let mut idx = 0;
-        for bit in [IP, TID, TIME, ADDR] {
-            if self.samples(bit) {
-                idx += 1;
-            }
-        }
-        Some(idx)
+        Some((self.sample_type & (IP | TID | TIME | ADDR)).count_ones() as usize)
     }
 
     /// Position of the event id counted back from the end of a non-sample
@@ -231,13 +219,7 @@ impl Attr {
         if !self.samples(ID) {
             return None;
         }
-        let mut idx = 1;
-        for bit in [CPU, STREAM_ID] {
-            if self.samples(bit) {
-                idx += 1;
-            }
-        }
-        Some(idx)
+        Some(1 + (self.sample_type & (CPU | STREAM_ID)).count_ones() as usize)
     }
 }
 
