@@ -622,6 +622,17 @@ fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: Lin
     if show_ip {
         format::hex16(&mut prefix[1..], ip);
     }
+    if show_ip && style == LineStyle::Callchain {
+        // Most lines: a prefix of fixed size, copied without a call.
+        out.reserve(text.len() + 2 * prefix.len());
+        while let Some((len, rest)) = text.split_first_chunk::<4>() {
+            let (line, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
+            out.extend_from_slice(&prefix);
+            out.extend_from_slice(line);
+            text = rest;
+        }
+        return;
+    }
     let prefix = match (show_ip, style) {
         (false, _) => &[][..],
         (true, LineStyle::Callchain) => &prefix[..],
