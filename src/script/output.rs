@@ -555,6 +555,27 @@ mod tests {
         assert_eq!(answer(&mut early, &rx, 3), None, "the loader is gone");
     }
 
+    /// A request made ahead is used by the load that asks the same, once;
+    /// a different one goes out on its own, and the printer takes each
+    /// answer for its own request whatever the order they come in.
+    #[test]
+    fn prefetched_requests_are_used_once() {
+        let mut out = Output::start(std::io::sink(), SymbolConfig::default(), Vec::new());
+        let request = |name: &str| LoadRequest { long_name: name.into(), kind: crate::machine::DsoKind::File, build_id: None };
+        out.prefetch(request("/nonexistent/a"));
+        out.prefetch(request("/nonexistent/a"));
+        assert_eq!(out.requests, 1, "asked once");
+        out.load(0, 1, request("/nonexistent/b"));
+        assert!(out.is_prefetched(&request("/nonexistent/a")));
+        out.load(0, 2, request("/nonexistent/a"));
+        assert!(!out.is_prefetched(&request("/nonexistent/a")));
+        assert_eq!(out.requests, 2);
+        out.load(0, 3, request("/nonexistent/a"));
+        assert_eq!(out.requests, 3, "a used request is not used again");
+        // The printer installs all three (b's answer waits behind a's).
+        out.flush(&mut Vec::new()).expect("written");
+    }
+
     /// A line that comes many times in a row travels once, and prints as
     /// often as it came: kept text is copied again, text that is not kept
     /// (srcline fields) is made again each time.
