@@ -83,6 +83,8 @@ impl Script {
         let mut seen = 0;
         let epoch = self.machine.epoch();
         let mut found = self.recent_maps.take(tid, epoch);
+        // The mode whose front map the entry before was in.
+        let mut last_front: Option<CpuMode> = None;
         for ip in chain {
             if seen >= max {
                 break;
@@ -96,6 +98,14 @@ impl Script {
                 continue;
             }
             seen += 1;
+            let code = if cookie == Some(ip) { code | CODE_COOKIE } else { code };
+            // In the map of the entry before (the most recent one found in
+            // this mode): its symbols went out, the printer has it.
+            let same = found.front_has(mode, ip) && last_front == Some(mode);
+            if same {
+                self.out.frame_same_map(self.buf.len(), ip, code);
+                continue;
+            }
             let map = match found.get(mode, ip) {
                 Some(known) => known,
                 None => {
@@ -103,7 +113,8 @@ impl Script {
                     found.add(mode, m)
                 }
             };
-            let code = if cookie == Some(ip) { code | CODE_COOKIE } else { code };
+            // get and add leave a map they return at the front.
+            last_front = map.is_some().then_some(mode);
             self.frame_line(ip, map, code);
         }
         // A kernel map resized on the way changed the epoch; `found`
@@ -225,6 +236,16 @@ fn within(r: (u64, u64), ip: u64) -> bool {
 }
 
 impl ChainMaps {
+    /// Whether `ip` is in the most recently found map of `mode`.
+    #[inline]
+    fn front_has(&self, mode: CpuMode, ip: u64) -> bool {
+        match mode {
+            CpuMode::User => within(self.ranges[0][0], ip),
+            CpuMode::Kernel => within(self.ranges[1][0], ip),
+            _ => false,
+        }
+    }
+
     /// `Some(map)` or `Some(None)` if known, `None` if `ip` needs a lookup.
     #[inline]
     fn get(&mut self, mode: CpuMode, ip: u64) -> Option<Option<&Map>> {

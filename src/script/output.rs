@@ -241,6 +241,21 @@ impl Output {
         self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, code, repeat: 0, arg: ip });
     }
 
+    /// [`Output::frame`] for a line in the map of the line just left.
+    #[inline]
+    pub fn frame_same_map(&mut self, at: usize, ip: u64, code: u8) {
+        let at = at as u32;
+        if let Some(last) = self.batch.jobs.last_mut() {
+            debug_assert!(last.kind == JobKind::Frame && last.slot != NO_MAP);
+            if (last.at, last.code, last.arg) == (at, code, ip) && last.repeat < u8::MAX {
+                last.repeat += 1;
+                return;
+            }
+            let slot = last.slot;
+            self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, code, repeat: 0, arg: ip });
+        }
+    }
+
     /// Has the loader thread load `dso`'s symbols (unless it already is);
     /// the printer installs them at position `at`.
     pub fn load(&mut self, at: usize, dso: crate::machine::DsoId, request: LoadRequest) {
