@@ -126,6 +126,9 @@ pub struct SymTab {
     /// Whether live symbols overlap (`None`: not known since the last
     /// change).
     overlaps: Option<bool>,
+    /// Where symbols overlap, which of `order`'s symbols are tangled with
+    /// another (see [`SymTab::find_id`]; valid while `overlaps` is known).
+    tangled: Vec<bool>,
     /// The starts of `order`'s symbols, for the binary search (valid while
     /// `overlaps` is known).
     starts: Vec<u64>,
@@ -416,14 +419,21 @@ impl SymTab {
     /// end; a zero-sized symbol matches its own address only. With
     /// overlapping symbols this is what perf finds, not necessarily the
     /// innermost or nearest symbol.
+    ///
+    /// The walk finds what a binary search finds whenever the last symbol
+    /// starting at or below `ip` is tangled with no other (no symbol reaches
+    /// into it, it reaches into none, its end is not before its start): no
+    /// other symbol can hold `ip`, and every node on the way steers toward
+    /// it. Only addresses whose candidate is tangled take the walk.
     pub fn find_id(&mut self, ip: u64) -> Option<NodeId> {
         self.sync();
-        if self.has_overlaps() {
+        let overlaps = self.has_overlaps();
+        // The last symbol starting at or below ip is the only candidate.
+        let i = self.starts.partition_point(|&s| s <= ip).checked_sub(1)?;
+        if overlaps && self.tangled[i] {
             return self.exact_find(ip);
         }
-        // The last symbol starting at or below ip is the only candidate.
-        let i = self.starts.partition_point(|&s| s <= ip);
-        let id = *self.order.get(i.checked_sub(1)?)?;
+        let id = self.order[i];
         matches(&self.syms[id as usize], ip).then_some(id)
     }
 
@@ -446,8 +456,30 @@ impl SymTab {
         }) || self.order.last().is_some_and(|&l| bad(&self.syms[l as usize]));
         self.overlaps = Some(o);
         self.starts.clear();
-        if !o {
-            self.starts.extend(self.order.iter().map(|&id| self.syms[id as usize].start));
+        self.starts.extend(self.order.iter().map(|&id| self.syms[id as usize].start));
+        self.tangled.clear();
+        if o {
+            // A symbol is tangled if an earlier one reaches its start (the
+            // one reaching furthest is then tangled too: it holds both), or
+            // if it ends before it starts.
+            self.tangled.resize(self.order.len(), false);
+            let mut reach: Option<(u64, usize)> = None;
+            for (i, &id) in self.order.iter().enumerate() {
+                let s = &self.syms[id as usize];
+                if bad(s) {
+                    self.tangled[i] = true;
+                }
+                if let Some((end, holder)) = reach
+                    && end >= s.start
+                {
+                    self.tangled[i] = true;
+                    self.tangled[holder] = true;
+                }
+                let end = s.end.max(s.start);
+                if reach.is_none_or(|(e, _)| end > e) {
+                    reach = Some((end, i));
+                }
+            }
         }
         o
     }
@@ -713,6 +745,13 @@ mod tests {
             }
             if let Some(id) = t.position(|s| s.start % 3 == 0) {
                 t.remove(id);
+            }
+            // A symbol that ends before it starts still steers the walk.
+            if round % 7 == 3
+                && let Some(id) = t.position(|s| s.start > 8 && s.end > s.start)
+            {
+                let start = t.get(id).start;
+                t.get_mut(id).end = start - 8;
             }
             for ip in (0..1700).step_by(2) {
                 let fast = t.find_id(ip);
