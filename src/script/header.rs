@@ -1840,6 +1840,10 @@ impl<T: Tool, F: FnMut(&mut T, &[u8]) -> std::io::Result<()>> Tool for WithFeatu
     fn finish(&mut self, ctx: &Context<'_>) -> Result<()> {
         self.inner.finish(ctx)
     }
+
+    fn lookahead(&mut self, ctx: &Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
+        self.inner.lookahead(ctx, records)
+    }
 }
 
 #[cfg(test)]
