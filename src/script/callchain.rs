@@ -152,8 +152,7 @@ impl Script {
         self.shipped[i] = true;
         let dso = self.machine.dsos.get(map.dso);
         if Symbolizer::loads_from_file(dso.kind) {
-            let request = LoadRequest { long_name: dso.name.to_string(), kind: dso.kind, build_id: dso.build_id.clone() };
-            self.out.load(self.buf.len(), map.dso, request);
+            self.out.load(self.buf.len(), map.dso, LoadRequest::of(dso));
             return;
         }
         let keep = self.trace_resolver && dso.kind == crate::machine::DsoKind::Kernel;
@@ -315,8 +314,7 @@ impl FrameJob {
     }
 
     pub fn from_code(code: u8, ip: u64, map: Option<Map>) -> FrameJob {
-        let style = if code & CODE_SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
-        FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style, cookie: code & CODE_COOKIE != 0 }
+        FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style: code_style(code), cookie: code & CODE_COOKIE != 0 }
     }
 }
 

@@ -89,6 +89,13 @@ pub struct LoadRequest {
     pub build_id: Option<Vec<u8>>,
 }
 
+impl LoadRequest {
+    /// The request for a DSO as the machine knows it now.
+    pub fn of(dso: &crate::machine::Dso) -> LoadRequest {
+        LoadRequest { long_name: dso.name.to_string(), kind: dso.kind, build_id: dso.build_id.clone() }
+    }
+}
+
 /// Text, and the jobs at their positions in it.
 #[derive(Default)]
 struct Batch {

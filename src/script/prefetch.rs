@@ -126,8 +126,7 @@ impl Script {
                 if self.shipped.get(map.dso as usize).copied().unwrap_or(false) {
                     return None;
                 }
-                let dso = self.machine.dsos.get(map.dso);
-                LoadRequest { long_name: dso.name.to_string(), kind: dso.kind, build_id: dso.build_id.clone() }
+                LoadRequest::of(self.machine.dsos.get(map.dso))
             }
         };
         (request.kind == DsoKind::File && !self.out.is_prefetched(&request)).then_some(request)
