@@ -78,7 +78,7 @@ impl Script {
                 return;
             }
         }
-        let code = FrameJob { ip: 0, map: None, opts: self.ip_opts[ty], style: LineStyle::Callchain, cookie: false }.code();
+        let code = line_code(self.ip_opts[ty], LineStyle::Callchain, false);
         let mut mode = CpuMode::User;
         let mut seen = 0;
         let epoch = self.machine.epoch();
@@ -310,12 +310,18 @@ impl FrameJob {
     /// Everything but the address and the map, in one byte.
     #[inline]
     pub fn code(&self) -> u8 {
-        self.opts.bits() | if self.style == LineStyle::SampleIp { CODE_SAMPLE_IP } else { 0 } | if self.cookie { CODE_COOKIE } else { 0 }
+        line_code(self.opts, self.style, self.cookie)
     }
 
     pub fn from_code(code: u8, ip: u64, map: Option<Map>) -> FrameJob {
         FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style: code_style(code), cookie: code & CODE_COOKIE != 0 }
     }
+}
+
+/// [`FrameJob::code`] from its parts.
+#[inline]
+fn line_code(opts: IpOpts, style: LineStyle, cookie: bool) -> u8 {
+    opts.bits() | if style == LineStyle::SampleIp { CODE_SAMPLE_IP } else { 0 } | if cookie { CODE_COOKIE } else { 0 }
 }
 
 /// [`IpOpts::bits`]' ip bit.
