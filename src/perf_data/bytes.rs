@@ -166,6 +166,22 @@ pub fn until_nul(b: &[u8]) -> &[u8] {
     }
 }
 
+/// The position of the first `byte` in `b`, eight bytes at a time.
+pub fn find_byte(b: &[u8], byte: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut chunks = b.chunks_exact(8);
+    for (k, c) in chunks.by_ref().enumerate() {
+        let x = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ (ONES * u64::from(byte));
+        // A zero byte of x, the lowest one found exactly.
+        let zero = x.wrapping_sub(ONES) & !x & (ONES << 7);
+        if zero != 0 {
+            return Some(8 * k + zero.trailing_zeros() as usize / 8);
+        }
+    }
+    let rest = chunks.remainder();
+    rest.iter().position(|&c| c == byte).map(|p| b.len() - rest.len() + p)
+}
+
 /// A borrowed array of `u64`s in file byte order (callchains, id lists).
 #[derive(Clone, Copy)]
 pub struct U64Array<'a> {
@@ -225,6 +241,25 @@ impl std::fmt::Debug for U64Array<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_are_found_where_they_are() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut b = vec![b'x'; len];
+                // Bytes that differ from '\n' by one bit, or borrow into it.
+                for (i, c) in b.iter_mut().enumerate() {
+                    *c = [b'x', b'\x0b', b'\x09', b'\x8a', b'\x0a' ^ 0x80][i % 5];
+                }
+                if at < len {
+                    b[at] = b'\n';
+                    b[at + 1..].iter_mut().step_by(3).for_each(|c| *c = b'\n');
+                }
+                let want = b.iter().position(|&c| c == b'\n');
+                assert_eq!(find_byte(&b, b'\n'), want, "len {len}, at {at}");
+            }
+        }
+    }
 
     #[test]
     fn reads_both_orders() {

@@ -33,6 +33,7 @@
 
 use super::fields::IpOpts;
 use crate::fasthash::FastMap;
+use crate::perf_data::bytes::find_byte;
 use super::output::{LoadRequest, Other};
 use super::{Script, context, format};
 use crate::machine::maps::{DsoId, Map};
@@ -629,9 +630,17 @@ fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64
 /// Cached form of frame text: each line as a 4-byte length and its bytes,
 /// so that copying it out needs no search.
 fn encode(out: &mut Vec<u8>, text: &[u8]) {
-    for line in text.split(|&b| b == LINE).skip(1) {
+    let Some(first) = find_byte(text, LINE) else { return };
+    let mut rest = &text[first + 1..];
+    loop {
+        let end = find_byte(rest, LINE);
+        let line = &rest[..end.unwrap_or(rest.len())];
         out.extend_from_slice(&(line.len() as u32).to_le_bytes());
         out.extend_from_slice(line);
+        match end {
+            Some(e) => rest = &rest[e + 1..],
+            None => return,
+        }
     }
 }
 
@@ -677,6 +686,25 @@ fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: Lin
 mod tests {
     use super::*;
     use crate::machine::{MapKind, Maps};
+
+    /// Encoding finds the lines as splitting at LINE does.
+    #[test]
+    fn encode_splits_at_line_marks() {
+        let by_split = |text: &[u8]| {
+            let mut out = Vec::new();
+            for line in text.split(|&b| b == LINE).skip(1) {
+                out.extend_from_slice(&(line.len() as u32).to_le_bytes());
+                out.extend_from_slice(line);
+            }
+            out
+        };
+        let texts: [&[u8]; 6] = [b"", b"\0 main+0x1 (/bin/x)\n", b"\0a\n\0b (inlined)\n\0c\n", b"junk\0a", b"\0\0", b"\0 a very long name that takes more than eight bytes\0x"];
+        for text in texts {
+            let mut out = Vec::new();
+            encode(&mut out, text);
+            assert_eq!(out, by_split(text), "{text:?}");
+        }
+    }
 
     /// What the per-callchain cache answers is what a lookup answers, for
     /// addresses in and between maps, in both modes, in random order.

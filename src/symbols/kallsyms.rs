@@ -8,6 +8,7 @@
 
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
 use super::elf::SectionBytes;
+use crate::perf_data::bytes::find_byte;
 use super::symtab::{Sym, SymTab};
 
 /// One kallsyms line: address, type letter, name (with `\t[module]`).
@@ -79,7 +80,8 @@ pub fn parse(data: &[u8]) -> Vec<Entry<'_>> {
         i += 1;
         let start = i;
         let limit = n.min(start + NAME_MAX);
-        i = newline(&data[start..limit]).map_or(limit, |p| start + p);
+        // A kallsyms file is 120,000 lines: this is most of reading it.
+        i = find_byte(&data[start..limit], b'\n').map_or(limit, |p| start + p);
         let name = &data[start..i];
         if i < n && data[i] == b'\n' {
             i += 1;
@@ -109,23 +111,6 @@ const HEX: [u8; 256] = {
     }
     t
 };
-
-/// The position of the first newline, eight bytes at a time (a kallsyms
-/// file is 120,000 lines; this is most of reading it).
-fn newline(b: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let mut chunks = b.chunks_exact(8);
-    for (k, c) in chunks.by_ref().enumerate() {
-        let x = u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ (ONES * u64::from(b'\n'));
-        // A zero byte of x, the lowest one found exactly.
-        let zero = x.wrapping_sub(ONES) & !x & (ONES << 7);
-        if zero != 0 {
-            return Some(8 * k + zero.trailing_zeros() as usize / 8);
-        }
-    }
-    let rest = chunks.remainder();
-    rest.iter().position(|&c| c == b'\n').map(|p| b.len() - rest.len() + p)
-}
 
 pub fn function_start(entries: &[Entry<'_>], name: &str) -> Option<u64> {
     entries
@@ -250,25 +235,6 @@ ffffffff81000080 R some_rodata\n\
 ffffffff81000100 W weak_fn\n\
 ffffffff81000200 D data_sym\n\
 ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
-
-    #[test]
-    fn newlines_are_found_where_they_are() {
-        for len in 0..40 {
-            for at in 0..=len {
-                let mut b = vec![b'x'; len];
-                // Bytes that differ from '\n' by one bit, or borrow into it.
-                for (i, c) in b.iter_mut().enumerate() {
-                    *c = [b'x', b'\x0b', b'\x09', b'\x8a', b'\x0a' ^ 0x80][i % 5];
-                }
-                if at < len {
-                    b[at] = b'\n';
-                    b[at + 1..].iter_mut().step_by(3).for_each(|c| *c = b'\n');
-                }
-                let want = b.iter().position(|&c| c == b'\n');
-                assert_eq!(newline(&b), want, "len {len}, at {at}");
-            }
-        }
-    }
 
     #[test]
     fn parses_lines() {
