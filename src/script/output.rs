@@ -109,6 +109,20 @@ struct Batch {
     new_texts: Vec<u8>,
 }
 
+impl Batch {
+    /// A batch with room for what the reading side puts in one (a sample
+    /// may take its text or its jobs past the limits), so that it does not
+    /// grow by copying.
+    fn with_room() -> Batch {
+        Batch {
+            text: Vec::with_capacity(BATCH_TEXT + BATCH_TEXT / 4),
+            jobs: Vec::with_capacity(BATCH_JOBS + BATCH_JOBS / 4),
+            frames: Vec::with_capacity(BATCH_JOBS + BATCH_JOBS / 4),
+            ..Batch::default()
+        }
+    }
+}
+
 enum Msg {
     Batch(Batch),
     /// Write out everything so far and say how that went.
@@ -204,7 +218,7 @@ impl Output {
             .spawn(move || copy_loop(out, from_formatter, recycle, flag, &copy_cpu[1]))
             .expect("spawning the copier thread");
         Output {
-            batch: Batch::default(),
+            batch: Batch::with_room(),
             slots: [None; MAP_SLOTS],
             to_printer: Some(to_printer),
             recycled,
@@ -317,7 +331,7 @@ impl Output {
 
     /// Hands `text` and the jobs to the printer; `text` comes back empty.
     pub fn send(&mut self, text: &mut Vec<u8>) {
-        let mut next = self.recycled.try_recv().unwrap_or_default();
+        let mut next = self.recycled.try_recv().unwrap_or_else(|_| Batch::with_room());
         next.text.clear();
         next.jobs.clear();
         next.maps.clear();
