@@ -251,6 +251,21 @@ impl Output {
                 slot
             }
         };
+        self.push_frame(at, slot, code, ip);
+    }
+
+    /// [`Output::frame`] for a line in the map of the line just left.
+    #[inline]
+    pub fn frame_same_map(&mut self, at: usize, ip: u64, code: u8) {
+        if let Some(last) = self.batch.jobs.last() {
+            debug_assert!(last.kind == JobKind::Frame && last.slot != NO_MAP);
+            self.push_frame(at as u32, last.slot, code, ip);
+        }
+    }
+
+    /// A frame job, or one more repeat of the job before if it is the same.
+    #[inline]
+    fn push_frame(&mut self, at: u32, slot: u8, code: u8, ip: u64) {
         if let Some(last) = self.batch.jobs.last_mut()
             && last.kind == JobKind::Frame
             && (last.at, last.slot, last.code, last.arg) == (at, slot, code, ip)
@@ -262,29 +277,10 @@ impl Output {
         self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, code, repeat: 0, arg: ip });
     }
 
-    /// [`Output::frame`] for a line in the map of the line just left.
-    #[inline]
-    pub fn frame_same_map(&mut self, at: usize, ip: u64, code: u8) {
-        let at = at as u32;
-        if let Some(last) = self.batch.jobs.last_mut() {
-            debug_assert!(last.kind == JobKind::Frame && last.slot != NO_MAP);
-            if (last.at, last.code, last.arg) == (at, code, ip) && last.repeat < u8::MAX {
-                last.repeat += 1;
-                return;
-            }
-            let slot = last.slot;
-            self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, code, repeat: 0, arg: ip });
-        }
-    }
-
     /// Has the loader thread load `dso`'s symbols (unless it already is);
     /// the printer installs them at position `at`.
     pub fn load(&mut self, at: usize, dso: crate::machine::DsoId, request: LoadRequest) {
-        let serial = match self.prefetched.remove(&request) {
-            Some(serial) => Some(serial),
-            None => self.request(request),
-        };
-        if let Some(serial) = serial {
+        if let Some(serial) = self.prefetched.remove(&request).or_else(|| self.request(request)) {
             self.other(at, Other::Loading(dso, serial));
         }
     }

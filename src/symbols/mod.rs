@@ -109,6 +109,15 @@ struct StartedA2l {
     session: Option<a2l::Session>,
 }
 
+impl StartedA2l {
+    /// perf starts `addr2line` on a file only if it has `.debug_line`.
+    fn start(path: &Path) -> StartedA2l {
+        let elf = elf::Elf::open(path);
+        let has_debug_line = elf.as_ref().is_some_and(|e| e.section_by_name(".debug_line").is_some());
+        StartedA2l { has_debug_line, session: elf.filter(|_| has_debug_line).map(a2l::Session::new) }
+    }
+}
+
 impl std::fmt::Debug for StartedA2l {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "StartedA2l {{ has_debug_line: {}, session: {} }}", self.has_debug_line, self.session.is_some())
@@ -296,9 +305,7 @@ impl Symbolizer {
         if self.config.inline
             && let Some(path) = a2l_path(shipped.loaded.symsrc.as_deref(), &shipped.long_name, self.symfs().as_deref())
         {
-            let has_debug_line = elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some());
-            let session = if has_debug_line { elf::Elf::open(&path).map(a2l::Session::new) } else { None };
-            shipped.a2l = Some(StartedA2l { has_debug_line, session });
+            shipped.a2l = Some(StartedA2l::start(&path));
         }
         shipped
     }
@@ -520,11 +527,9 @@ fn is_perf_pid_map_name(n: &str) -> bool {
 fn a2l_session<'a>(st: &'a mut DsoState, symfs: Option<&Path>) -> Option<&'a mut a2l::Session> {
     if st.a2l.is_none() && st.has_debug_line != Some(false) {
         let path = srcline_dso_name(st, symfs)?;
-        let has = *st.has_debug_line.get_or_insert_with(|| elf::Elf::open(&path).is_some_and(|e| e.section_by_name(".debug_line").is_some()));
-        if !has {
-            return None;
-        }
-        st.a2l = Some(a2l::Session::new(elf::Elf::open(&path)?));
+        let started = StartedA2l::start(&path);
+        st.has_debug_line = Some(started.has_debug_line);
+        st.a2l = started.session;
     }
     st.a2l.as_mut()
 }
