@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::symbols::elf::{self, Elf};
+use crate::symbols::elf::{self, Elf, SectionBytes};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Section {
@@ -16,12 +16,16 @@ pub struct Section {
     pub code: bool,
 }
 
-#[derive(Debug, Clone)]
+/// A function-like symbol: its name is found only when a lookup returns
+/// it (a large library has a hundred thousand).
+#[derive(Debug, Clone, Copy)]
 struct Cand {
     code_off: u64,
     size: u64,
-    name: Arc<str>,
-    file: Option<Arc<str>>,
+    /// `st_name` in the symbol table's string table.
+    name: u32,
+    /// Index into [`BfdFile::files`] plus one (0: none).
+    file: u32,
 }
 
 /// What `_bfd_elf_find_function` returns.
@@ -39,8 +43,12 @@ pub struct BfdFile {
     /// Function-like symbols per section index, by section offset
     /// (symbol table order among equal offsets).
     cands: HashMap<usize, Vec<Cand>>,
-    /// The symbol binutils picks at an exact (section index, offset) for
-    /// non-code sections: the first global one, else the last one (name,
+    /// The string table of the symbols.
+    strtab: SectionBytes,
+    /// `STT_FILE` names.
+    files: Vec<Arc<str>>,
+    /// The symbol binutils picks at an exact (section index, offset) of a
+    /// non-code section: the first global one, else the last one (name,
     /// is a function).
     exact: HashMap<(usize, u64), (Arc<str>, bool, bool)>,
 }
@@ -63,10 +71,14 @@ impl BfdFile {
         // BFD's canonical symbol table: .symtab, else .dynsym.
         let symtab = elf.section_by_name(".symtab").filter(|(_, s)| s.sh_type == elf::SHT_SYMTAB).map(|(i, _)| i);
         let dynsym = elf.section_by_name(".dynsym").filter(|(_, s)| s.sh_type == elf::SHT_DYNSYM).map(|(i, _)| i);
+        let mut table = symtab;
         let mut syms = symtab.map(|i| elf.symbols(i)).unwrap_or_default();
         if syms.len() <= 1 {
+            table = dynsym;
             syms = dynsym.map(|i| elf.symbols(i)).unwrap_or_default();
         }
+        let strtab = table.and_then(|i| elf.linked_strtab(i)).unwrap_or_else(SectionBytes::empty);
+        let mut files: Vec<Arc<str>> = Vec::new();
         let relative = elf.e_type != elf::ET_REL;
         #[derive(PartialEq)]
         enum State {
@@ -75,13 +87,14 @@ impl BfdFile {
             FileAfter,
         }
         let mut state = State::Nothing;
-        let mut file: Option<Arc<str>> = None;
+        let mut file: u32 = 0;
         let mut cands: HashMap<usize, Vec<Cand>> = HashMap::new();
         let mut exact: HashMap<(usize, u64), (Arc<str>, bool, bool)> = HashMap::new();
         for s in syms.iter().skip(1) {
             let typ = s.typ();
             if typ == elf::STT_FILE {
-                file = Some(String::from_utf8_lossy(s.name()).into());
+                files.push(String::from_utf8_lossy(s.name()).into());
+                file = files.len() as u32;
                 if state == State::Seen {
                     state = State::FileAfter;
                 }
@@ -96,7 +109,7 @@ impl BfdFile {
             }
             let Some(sec) = elf.sections.get(shndx) else { continue };
             let value = if relative { s.st_value.wrapping_sub(sec.sh_addr) } else { s.st_value };
-            if typ != elf::STT_SECTION {
+            if typ != elf::STT_SECTION && sec.sh_flags & elf::SHF_EXECINSTR == 0 {
                 let global = s.bind() == elf::STB_GLOBAL;
                 let function = typ == elf::STT_FUNC || typ == elf::STT_GNU_IFUNC;
                 let e = exact.entry((shndx, value));
@@ -119,18 +132,16 @@ impl BfdFile {
             if size == 0 && s.bind() == elf::STB_LOCAL && typ == elf::STT_NOTYPE && s.visibility() == elf::STV_HIDDEN {
                 continue;
             }
-            let f = if file.is_some() && (s.bind() == elf::STB_LOCAL || state != State::FileAfter) { file.clone() } else { None };
-            cands.entry(shndx).or_default().push(Cand {
-                code_off: value,
-                size: if size != 0 { size } else { 1 },
-                name: String::from_utf8_lossy(s.name()).into(),
-                file: f,
-            });
+            let f = if file != 0 && (s.bind() == elf::STB_LOCAL || state != State::FileAfter) { file } else { 0 };
+            cands.entry(shndx).or_default().push(Cand { code_off: value, size: if size != 0 { size } else { 1 }, name: s.st_name, file: f });
         }
         for v in cands.values_mut() {
             v.sort_by_key(|c| c.code_off);
         }
-        BfdFile { elf, sections, cands, exact }
+        for v in cands.values_mut() {
+            v.shrink_to_fit();
+        }
+        BfdFile { elf, sections, cands, strtab, files, exact }
     }
 
     /// `_bfd_elf_find_function` for `offset` in the section `sec`.
@@ -155,7 +166,11 @@ impl BfdFile {
                 best = c;
             }
         }
-        Some(FoundFn { name: best.name.clone(), value: best.code_off.wrapping_add(sec.vma), file: best.file.clone() })
+        Some(FoundFn {
+            name: String::from_utf8_lossy(elf::cstr_at(&self.strtab, best.name as usize)).into(),
+            value: best.code_off.wrapping_add(sec.vma),
+            file: best.file.checked_sub(1).map(|i| self.files[i as usize].clone()),
+        })
     }
 
     /// The symbol at exactly `offset` of `sec` (binutils then looks the

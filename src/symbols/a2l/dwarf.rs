@@ -6,7 +6,6 @@
 //! smallest range containing the address) and the mutable "is this a
 //! linkage name" state that `addr2line` keeps between queries.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use gimli::{Abbreviations, AttributeValue, DebugAbbrev, DebugAbbrevOffset, DebugInfo, EndianSlice, RunTimeEndian, UnitOffset};
@@ -36,6 +35,7 @@ type StrSecs = (SectionBytes, SectionBytes, SectionBytes, u64, u8);
 type VarAttrs = Vec<(u16, Val, Option<Ref>, Option<Vec<u8>>)>;
 
 const NONE: u32 = u32::MAX;
+pub const NO_FILE: u32 = u32::MAX;
 pub const DW_TAG_ENTRY_POINT: u16 = 0x03;
 pub const DW_TAG_INLINED_SUBROUTINE: u16 = 0x1d;
 pub const DW_TAG_SUBPROGRAM: u16 = 0x2e;
@@ -60,9 +60,13 @@ pub struct Sections {
 }
 
 /// binutils' address range list (`struct arange`): the first range, then
-/// ranges inserted right after it.
+/// ranges inserted right after it (most functions have just the first, so
+/// it is kept inline).
 #[derive(Debug, Default, Clone)]
-pub struct Aranges(pub Vec<(u64, u64)>);
+pub struct Aranges {
+    first: Option<(u64, u64)>,
+    more: Vec<(u64, u64)>,
+}
 
 impl Aranges {
     /// binutils' `arange_add`.
@@ -70,15 +74,14 @@ impl Aranges {
         if low == high {
             return;
         }
-        if self.0.is_empty() || self.0[0].1 == 0 {
-            if self.0.is_empty() {
-                self.0.push((low, high));
-            } else {
-                self.0[0] = (low, high);
+        let first = match &mut self.first {
+            Some(f) if f.1 != 0 => f,
+            slot => {
+                *slot = Some((low, high));
+                return;
             }
-            return;
-        }
-        for a in self.0.iter_mut() {
+        };
+        for a in std::iter::once(first).chain(self.more.iter_mut()) {
             if low == a.1 {
                 a.1 = high;
                 return;
@@ -88,15 +91,20 @@ impl Aranges {
                 return;
             }
         }
-        self.0.insert(1, (low, high));
+        self.more.insert(0, (low, high));
+    }
+
+    /// The ranges in binutils' list order.
+    pub fn iter(&self) -> impl Iterator<Item = &(u64, u64)> {
+        self.first.iter().chain(self.more.iter())
     }
 
     pub fn contains(&self, addr: u64) -> bool {
-        self.0.iter().any(|&(l, h)| addr >= l && addr < h)
+        self.iter().any(|&(l, h)| addr >= l && addr < h)
     }
 
     pub fn first_low(&self) -> u64 {
-        self.0.first().map(|a| a.0).unwrap_or(0)
+        self.first.map(|a| a.0).unwrap_or(0)
     }
 }
 
@@ -104,9 +112,11 @@ impl Aranges {
 pub struct Func {
     pub tag: u16,
     pub caller: u32,
-    pub caller_file: Option<Arc<str>>,
+    /// The call site's file number in the unit's line table
+    /// ([`NO_FILE`]: none).
+    pub caller_file: u32,
     pub caller_line: u32,
-    pub name: Option<Arc<str>>,
+    pub name: Name,
     pub is_linkage: bool,
     pub aranges: Aranges,
 }
@@ -121,7 +131,7 @@ struct Lookup {
 /// false); only these can match a symbol lookup.
 #[derive(Debug, Clone)]
 pub struct Var {
-    pub name: Option<Arc<str>>,
+    pub name: Name,
     pub file: Option<Arc<str>>,
     pub line: u32,
     pub addr: u64,
@@ -149,7 +159,8 @@ pub struct Unit {
     version: u16,
     addr_size: u8,
     offset_size: u8,
-    abbrevs: Arc<Abbreviations>,
+    /// Where the unit's abbreviations are in `.debug_abbrev`.
+    abbrev_offset: u64,
     lang: u64,
     comp_dir: Option<Arc<str>>,
     stmt_list: Option<u64>,
@@ -180,7 +191,15 @@ pub struct Dwarf {
     index_dirty: bool,
     /// Offset of the next unit binutils would read, `None` once it stopped.
     next_unit: Option<usize>,
-    abbrev_cache: HashMap<u64, Arc<Abbreviations>>,
+    /// The abbreviation tables used last, most recent last: a unit needs
+    /// its table while it is read or scanned, and again only when a later
+    /// unit refers into it (parsed again then; a large program has
+    /// thousands of tables).
+    abbrev_cache: Vec<(u64, Arc<Abbreviations>)>,
+    /// Names taken from the symbol table (see [`Name`]).
+    owned: Vec<Arc<str>>,
+    /// Units whose line table was decoded during the current lookup.
+    fresh: Vec<u32>,
     /// Bumped whenever a unit is read or decoded: answers can change then.
     pub generation: u64,
 }
@@ -191,11 +210,34 @@ fn name_is_linkage(lang: u64) -> bool {
     matches!(lang, 0x1 | 0x2 | 0x5 | 0x6 | 0x7 | 0x9 | 0xc | 0xf | 0x12 | 0x1d | 0x8001 | 0x8765 | 0x8004 | 0x8006 | 0x8007)
 }
 
+/// A DWARF string left where it is: which section (top three bits) and
+/// the offset there, or a name taken from the symbol table (an index
+/// into [`Dwarf::owned`]). Most functions' names are never printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Name(u64);
+
+const IN_STR: u64 = 1;
+const IN_LINE_STR: u64 = 2;
+const IN_INFO: u64 = 3;
+const OWNED: u64 = 4;
+
+impl Name {
+    pub const NONE: Name = Name(0);
+
+    fn at(place: u64, offset: u64) -> Name {
+        Name(place << 61 | (offset & ((1 << 61) - 1)))
+    }
+
+    pub fn is_none(self) -> bool {
+        self == Name::NONE
+    }
+}
+
 /// A raw attribute value as binutils classifies it (`is_int_form`,
 /// `is_str_form`); `addr` tells DW_FORM_addr apart (for DW_AT_high_pc).
 enum Val {
     Int { v: u64, addr: bool },
-    Str(Option<Arc<str>>),
+    Str(Name),
     Other,
 }
 
@@ -246,7 +288,9 @@ impl Dwarf {
             max_high: Vec::new(),
             index_dirty: false,
             next_unit: Some(0),
-            abbrev_cache: HashMap::new(),
+            abbrev_cache: Vec::new(),
+            fresh: Vec::new(),
+            owned: Vec::new(),
             generation: 0,
         }
     }
@@ -260,19 +304,67 @@ impl Dwarf {
     }
 
     /// binutils' `read_indexed_string`.
-    fn indexed_string(&self, unit: &Unit, idx: u64) -> Option<Arc<str>> {
-        if unit.str_offsets_base == 0 {
-            return None;
+    fn indexed_string(&self, unit: &Unit, idx: u64) -> Name {
+        let off = || {
+            if unit.str_offsets_base == 0 {
+                return None;
+            }
+            let sz = unit.offset_size as u64;
+            let at = unit.str_offsets_base.checked_add(idx.checked_mul(sz)?)?;
+            let mut r = Reader::new(&self.s.str_offsets, self.le);
+            if at.checked_add(sz)? > self.s.str_offsets.len() as u64 {
+                return None;
+            }
+            r.seek(at as usize);
+            Some(if sz == 4 { r.u32() as u64 } else { r.u64() })
+        };
+        // An empty string here still counts as a name (binutils reads it
+        // without the emptiness check of the other forms).
+        match off() {
+            Some(o) if cstr_at(&self.s.str, o).is_some() => Name::at(IN_STR, o),
+            _ => Name::NONE,
         }
-        let sz = unit.offset_size as u64;
-        let at = unit.str_offsets_base.checked_add(idx.checked_mul(sz)?)?;
-        let mut r = Reader::new(&self.s.str_offsets, self.le);
-        if at.checked_add(sz)? > self.s.str_offsets.len() as u64 {
-            return None;
+    }
+
+    /// The non-empty string at `offset` of a string section.
+    fn name_in(&self, place: u64, offset: u64) -> Name {
+        let sec = if place == IN_STR { &self.s.str } else { &self.s.line_str };
+        match cstr_at(sec, offset) {
+            Some(s) if !s.is_empty() => Name::at(place, offset),
+            _ => Name::NONE,
         }
-        r.seek(at as usize);
-        let off = if sz == 4 { r.u32() as u64 } else { r.u64() };
-        cstr_at(&self.s.str, off).map(to_str)
+    }
+
+    /// The bytes of a DWARF name (`None` for none, or one taken from the
+    /// symbol table).
+    pub fn name_bytes(&self, name: Name) -> Option<&[u8]> {
+        let offset = name.0 & ((1 << 61) - 1);
+        let sec = match name.0 >> 61 {
+            IN_STR => &self.s.str,
+            IN_LINE_STR => &self.s.line_str,
+            IN_INFO => &self.s.info,
+            _ => return None,
+        };
+        cstr_at(sec, offset)
+    }
+
+    /// A name as text.
+    pub fn name(&self, name: Name) -> Option<Arc<str>> {
+        if name.0 >> 61 == OWNED {
+            return self.owned.get((name.0 & ((1 << 61) - 1)) as usize).cloned();
+        }
+        self.name_bytes(name).map(to_str)
+    }
+
+    /// Keeps a name from elsewhere (the symbol table) as a [`Name`].
+    pub fn own(&mut self, name: Option<Arc<str>>) -> Name {
+        match name {
+            None => Name::NONE,
+            Some(n) => {
+                self.owned.push(n);
+                Name::at(OWNED, self.owned.len() as u64 - 1)
+            }
+        }
     }
 
     /// binutils' `read_indexed_address`.
@@ -289,11 +381,21 @@ impl Dwarf {
 
     fn classify(&self, unit: &Unit, raw: &AttributeValue<R<'_>>) -> Val {
         match *raw {
-            AttributeValue::String(s) => Val::Str((!s.is_empty()).then(|| to_str(s.slice()))),
-            AttributeValue::DebugStrRef(o) => Val::Str(cstr_at(&self.s.str, o.0 as u64).filter(|s| !s.is_empty()).map(to_str)),
-            AttributeValue::DebugLineStrRef(o) => Val::Str(cstr_at(&self.s.line_str, o.0 as u64).filter(|s| !s.is_empty()).map(to_str)),
+            AttributeValue::String(s) => {
+                // The slice lies in `.debug_info` (every reader here reads
+                // from the section's one copy).
+                let info = self.s.info.as_ptr() as usize;
+                let at = (s.slice().as_ptr() as usize).wrapping_sub(info);
+                if s.is_empty() || at >= self.s.info.len() {
+                    Val::Str(Name::NONE)
+                } else {
+                    Val::Str(Name::at(IN_INFO, at as u64))
+                }
+            }
+            AttributeValue::DebugStrRef(o) => Val::Str(self.name_in(IN_STR, o.0 as u64)),
+            AttributeValue::DebugLineStrRef(o) => Val::Str(self.name_in(IN_LINE_STR, o.0 as u64)),
             AttributeValue::DebugStrOffsetsIndex(i) => Val::Str(self.indexed_string(unit, i.0 as u64)),
-            AttributeValue::DebugStrRefSup(_) => Val::Str(None),
+            AttributeValue::DebugStrRefSup(_) => Val::Str(Name::NONE),
             AttributeValue::DebugAddrIndex(i) => {
                 let v = if unit.addr_base != 0 { self.indexed_address(unit, i.0 as u64) } else { i.0 as u64 };
                 Val::Int { v, addr: false }
@@ -328,14 +430,7 @@ impl Dwarf {
         if aoff >= abbrev_data.len() as u64 {
             return None;
         }
-        let abbrevs = match self.abbrev_cache.get(&aoff) {
-            Some(a) => a.clone(),
-            None => {
-                let a = Arc::new(DebugAbbrev::new(&abbrev_data, endian).abbreviations(DebugAbbrevOffset(aoff as usize)).ok()?);
-                self.abbrev_cache.insert(aoff, a.clone());
-                a
-            }
-        };
+        let abbrevs = self.abbreviations(aoff)?;
         let end = off.saturating_add(h.length_including_self()).min(info_data.len());
         let mut entries = h.entries_raw(&abbrevs, None).ok()?;
         let abbrev = entries.read_abbreviation().ok()??;
@@ -345,7 +440,7 @@ impl Dwarf {
             version: enc.version,
             addr_size: enc.address_size,
             offset_size: enc.format.word_size(),
-            abbrevs: abbrevs.clone(),
+            abbrev_offset: aoff,
             lang: 0,
             comp_dir: None,
             stmt_list: None,
@@ -400,11 +495,28 @@ impl Dwarf {
         Some(self.units.len() - 1)
     }
 
+    /// The abbreviation table at `offset` in `.debug_abbrev`.
+    fn abbreviations(&mut self, offset: u64) -> Option<Arc<Abbreviations>> {
+        const KEEP: usize = 8;
+        if let Some(i) = self.abbrev_cache.iter().rposition(|(o, _)| *o == offset) {
+            let hit = self.abbrev_cache.remove(i);
+            self.abbrev_cache.push(hit);
+        } else {
+            let data = DebugAbbrev::new(&self.s.abbrev, self.endian());
+            let table = Arc::new(data.abbreviations(DebugAbbrevOffset(usize::try_from(offset).ok()?)).ok()?);
+            if self.abbrev_cache.len() == KEEP {
+                self.abbrev_cache.remove(0);
+            }
+            self.abbrev_cache.push((offset, table));
+        }
+        self.abbrev_cache.last().map(|(_, t)| t.clone())
+    }
+
     fn build_index(&mut self) {
         self.index_dirty = false;
         self.index.clear();
         for (i, u) in self.units.iter().enumerate() {
-            for &(l, h) in &u.aranges.0 {
+            for &(l, h) in u.aranges.iter() {
                 self.index.push((l, h, i as u32));
             }
             if let Some((l, h)) = u.func_span {
@@ -443,7 +555,7 @@ impl Dwarf {
                 unit.aranges = ar;
             }
             (0x1b, Val::Str(s)) => {
-                unit.comp_dir = s.map(|d| match d.find(':') {
+                unit.comp_dir = self.name(s).map(|d| match d.find(':') {
                     Some(p) if p > 0 && d.as_bytes()[p - 1] == b'.' && d.as_bytes().get(p + 1) == Some(&b'/') => d[p + 1..].into(),
                     _ => d,
                 });
@@ -573,21 +685,15 @@ impl Dwarf {
         if u.lines_ready {
             return true;
         }
-        let Some(stmt) = u.stmt_list else {
+        if u.stmt_list.is_none() {
+            self.units[ui].error = true;
+            return false;
+        }
+        let Some(lines) = self.decode_lines(ui) else {
             self.units[ui].error = true;
             return false;
         };
-        let (st, lst, so, so_base, osz) = self.str_sections(u);
-        let strs = StrSections {
-            debug_str: &st,
-            debug_line_str: &lst,
-            str_offsets: (so_base != 0).then_some((&so[..], so_base, osz)),
-        };
-        let line = self.s.line.clone();
-        let Some(lines) = LineTable::decode(&line, stmt, self.le, u.addr_size, u.comp_dir.clone(), &strs) else {
-            self.units[ui].error = true;
-            return false;
-        };
+        self.fresh.push(ui as u32);
         let seqs = lines.seq_ranges.clone();
         let u = &mut self.units[ui];
         for (l, h) in seqs {
@@ -601,7 +707,7 @@ impl Dwarf {
             match self.scan(ui) {
                 Some((funcs, vars)) => {
                     let mut span: Option<(u64, u64)> = None;
-                    for &(l, h) in funcs.iter().flat_map(|f| f.aranges.0.iter()) {
+                    for &(l, h) in funcs.iter().flat_map(|f| f.aranges.iter()) {
                         if l == h {
                             continue;
                         }
@@ -612,6 +718,8 @@ impl Dwarf {
                     }
                     self.units[ui].func_span = span;
                     if let Some(d) = self.units[ui].decoded.as_mut() {
+                        let mut funcs = funcs;
+                        funcs.shrink_to_fit();
                         d.funcs = funcs;
                         d.vars = vars;
                     }
@@ -623,6 +731,28 @@ impl Dwarf {
             }
         }
         true
+    }
+
+    /// The line program of unit `ui`, decoded.
+    fn decode_lines(&self, ui: usize) -> Option<LineTable> {
+        let u = &self.units[ui];
+        let (st, lst, so, so_base, osz) = self.str_sections(u);
+        let strs = StrSections {
+            debug_str: &st,
+            debug_line_str: &lst,
+            str_offsets: (so_base != 0).then_some((&so[..], so_base, osz)),
+        };
+        LineTable::decode(&self.s.line, u.stmt_list?, self.le, u.addr_size, u.comp_dir.clone(), &strs)
+    }
+
+    /// Ends a lookup: the line tables decoded since the last one sleep
+    /// unless the lookup used them.
+    pub fn settle(&mut self) {
+        for ui in std::mem::take(&mut self.fresh) {
+            if let Some(d) = self.units[ui as usize].decoded.as_mut() {
+                d.lines.sleep();
+            }
+        }
     }
 
     /// The unit holding a `.debug_info` offset, reading further units until
@@ -646,7 +776,8 @@ impl Dwarf {
 
     /// The attributes of the DIE at `off` (unit-relative) in unit `ui`, or
     /// `None` for a null entry.
-    fn die_attrs(&self, ui: usize, off: u64) -> Result<Option<Attrs>, ()> {
+    fn die_attrs(&mut self, ui: usize, off: u64) -> Result<Option<Attrs>, ()> {
+        let abbrevs = self.abbreviations(self.units[ui].abbrev_offset).ok_or(())?;
         let u = &self.units[ui];
         let start = u.offset.checked_add(usize::try_from(off).map_err(|_| ())?).ok_or(())?;
         let end = self.unit_end(ui);
@@ -659,7 +790,7 @@ impl Dwarf {
             version: u.version,
             address_size: u.addr_size,
         };
-        let mut e = gimli::EntriesRaw::new(data, enc, &u.abbrevs, UnitOffset(off as usize));
+        let mut e = gimli::EntriesRaw::new(data, enc, &abbrevs, UnitOffset(off as usize));
         let Some(abbrev) = e.read_abbreviation().map_err(|_| ())? else { return Ok(None) };
         // Owned values, so that decoding another unit afterwards does not
         // clash with borrowed attribute data.
@@ -680,7 +811,7 @@ impl Dwarf {
         ui: usize,
         r: Ref,
         depth: u32,
-        name: &mut Option<Arc<str>>,
+        name: &mut Name,
         is_linkage: &mut bool,
         decl: &mut Decl,
     ) -> bool {
@@ -759,7 +890,9 @@ impl Dwarf {
             version: u.version,
             address_size: u.addr_size,
         };
-        let abbrevs = u.abbrevs.clone();
+        let aoff = u.abbrev_offset;
+        let abbrevs = self.abbreviations(aoff)?;
+        let u = &self.units[ui];
         let lang = u.lang;
         let data = EndianSlice::new(info.get(start + first..end)?, self.endian());
         let mut e = gimli::EntriesRaw::new(data, enc, &abbrevs, UnitOffset(first));
@@ -814,7 +947,7 @@ impl Dwarf {
                 }
                 nested[lv] = fi;
                 let mut f =
-                    Func { tag, caller, caller_file: None, caller_line: 0, name: None, is_linkage: false, aranges: Aranges::default() };
+                    Func { tag, caller, caller_file: NO_FILE, caller_line: 0, name: Name::NONE, is_linkage: false, aranges: Aranges::default() };
                 let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
                 let unit = &self.units[ui];
                 vals.clear();
@@ -825,8 +958,9 @@ impl Dwarf {
                 for (n, v, rf) in vals.drain(..) {
                     match (n, v) {
                         (0x58, Val::Int { v, .. }) => {
-                            let d = self.units[ui].decoded.as_ref()?;
-                            f.caller_file = Some(d.lines.filename(v));
+                            // Named when printed (the unit is decoded here).
+                            self.units[ui].decoded.as_ref()?;
+                            f.caller_file = v.min(u64::from(NO_FILE - 1)) as u32;
                         }
                         (0x59, Val::Int { v, .. }) => f.caller_line = v as u32,
                         (0x31 | 0x47, Val::Int { v, .. }) => {
@@ -915,7 +1049,7 @@ impl Dwarf {
                 (n, self.classify(unit, &raw), rf, blk)
             })
             .collect();
-        let mut var = Var { name: None, file: None, line: 0, addr: 0 };
+        let mut var = Var { name: Name::NONE, file: None, line: 0, addr: 0 };
         let mut stack = true;
         for (n, v, rf, blk) in vals {
             match (n, v) {
@@ -923,7 +1057,7 @@ impl Dwarf {
                     let rf = rf.unwrap_or(Ref::Local(v));
                     let mut decl = Decl { file: var.file.clone(), line: var.line };
                     let mut linkage = false;
-                    let mut name = var.name.clone();
+                    let mut name = var.name;
                     // Failure only loses what the specification would add.
                     if self.find_abstract_instance(ui, rf, 0, &mut name, &mut linkage, &mut decl) {
                         var.name = name;
@@ -959,12 +1093,21 @@ impl Dwarf {
         let d = self.units[ui].decoded.as_ref()?;
         d.vars
             .iter()
-            .find(|v| v.addr == addr && v.file.is_some() && v.name.as_deref().is_some_and(|n| sym_name.contains(n)))
+            .find(|v| {
+                v.addr == addr
+                    && v.file.is_some()
+                    && self.name_bytes(v.name).is_some_and(|n| sym_name.contains(&*String::from_utf8_lossy(n)))
+            })
             .map(|v| (v.file.clone(), v.line))
     }
 
     /// binutils' `lookup_address_in_function_table`.
     pub fn lookup_function(&mut self, ui: usize, addr: u64) -> Option<u32> {
+        // No range holds an address outside their span: no need to build
+        // the table (most units decoded never hold an address looked up).
+        if self.units[ui].func_span.is_none_or(|(l, h)| addr < l || addr >= h) {
+            return None;
+        }
         let d = self.units[ui].decoded.as_mut()?;
         if d.funcs.is_empty() {
             return None;
@@ -975,8 +1118,8 @@ impl Dwarf {
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
-                    let (mut low, mut high) = f.aranges.0.first().copied().unwrap_or((0, 0));
-                    for &(l, h) in f.aranges.0.iter().skip(1) {
+                    let (mut low, mut high) = f.aranges.first.unwrap_or((0, 0));
+                    for &(l, h) in f.aranges.more.iter() {
                         low = low.min(l);
                         high = high.max(h);
                     }
@@ -1018,7 +1161,7 @@ impl Dwarf {
                 break;
             }
             let fi = t[first].func;
-            for &(l, h) in &d.funcs[fi as usize].aranges.0 {
+            for &(l, h) in d.funcs[fi as usize].aranges.iter() {
                 if addr < l || addr >= h {
                     continue;
                 }
@@ -1034,14 +1177,117 @@ impl Dwarf {
     }
 
     pub fn lookup_line(&mut self, ui: usize, addr: u64) -> Option<LineHit> {
-        self.units[ui].decoded.as_mut()?.lines.lookup(addr)
+        let d = self.units[ui].decoded.as_ref()?;
+        if !d.lines.asleep() {
+            return self.units[ui].decoded.as_mut()?.lines.lookup(addr, || None);
+        }
+        // Decoded again only if the address is in one of its sequences.
+        let mut table = std::mem::take(&mut self.units[ui].decoded.as_mut()?.lines);
+        let hit = table.lookup(addr, || self.decode_lines(ui));
+        if let Some(d) = self.units[ui].decoded.as_mut() {
+            d.lines = table;
+        }
+        hit
     }
 
     pub fn func(&self, ui: usize, fi: u32) -> &Func {
         &self.units[ui].decoded.as_ref().expect("decoded").funcs[fi as usize]
     }
 
+    /// The call site file of a function (see [`Func::caller_file`]).
+    pub fn caller_file(&self, ui: usize, fi: u32) -> Option<Arc<str>> {
+        let f = self.func(ui, fi).caller_file;
+        (f != NO_FILE).then(|| self.units[ui].decoded.as_ref().map(|d| d.lines.filename(u64::from(f)))).flatten()
+    }
+
     pub fn func_mut(&mut self, ui: usize, fi: u32) -> &mut Func {
         &mut self.units[ui].decoded.as_mut().expect("decoded").funcs[fi as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::elf::{Elf, FileBytes};
+
+    fn dwarf(rel: &str) -> Dwarf {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin").join(rel);
+        let elf = Elf::parse(Arc::new(FileBytes::Owned(std::fs::read(p).expect("fixture")))).expect("elf");
+        Dwarf::new(crate::symbols::a2l::load_sections(&elf).expect("dwarf"), elf.little_endian)
+    }
+
+    #[test]
+    fn sleeping_line_tables_answer_like_awake_ones() {
+        for rel in ["cwork", "cppwork", "rustwork"] {
+            let mut d = dwarf(rel);
+            while d.parse_next().is_some() {}
+            let mut checked = 0;
+            for ui in 0..d.units.len() {
+                if !d.maybe_decode(ui) {
+                    continue;
+                }
+                let mut awake = d.decode_lines(ui).expect("decodes again");
+                let ranges = awake.seq_ranges.clone();
+                d.settle();
+                assert!(d.units[ui].decoded.as_ref().unwrap().lines.asleep() || ranges.is_empty());
+                for (lo, hi) in ranges {
+                    for addr in (lo.saturating_sub(2)..hi + 2).step_by(3) {
+                        assert_eq!(d.lookup_line(ui, addr), awake.lookup(addr, || None), "{rel} unit {ui} at {addr:#x}");
+                        checked += 1;
+                    }
+                }
+            }
+            assert!(checked > 100, "{rel}: {checked}");
+        }
+    }
+
+    #[test]
+    fn function_lookup_outside_the_span_builds_nothing() {
+        let mut d = dwarf("cwork");
+        let ui = d.parse_next().expect("a unit");
+        assert!(d.maybe_decode(ui));
+        let (lo, hi) = d.units[ui].func_span.expect("functions");
+        assert_eq!(d.lookup_function(ui, hi), None);
+        assert_eq!(d.lookup_function(ui, lo.wrapping_sub(1)), None);
+        assert!(d.units[ui].decoded.as_ref().unwrap().lookup.is_none());
+        assert!(d.lookup_function(ui, lo).is_some());
+    }
+
+    #[test]
+    fn aranges_follow_binutils_list_order() {
+        let mut a = Aranges::default();
+        a.add(5, 5);
+        assert_eq!(a.iter().count(), 0);
+        a.add(10, 0);
+        assert_eq!(a.first_low(), 10);
+        a.add(10, 20); // replaces a first range ending at 0
+        a.add(20, 30); // extends it
+        a.add(40, 50);
+        a.add(60, 70); // inserted right after the first
+        a.add(35, 40); // extends 40..50 downwards
+        let v: Vec<_> = a.iter().copied().collect();
+        assert_eq!(v, [(10, 30), (60, 70), (35, 50)]);
+        assert!(a.contains(35) && !a.contains(30) && !a.contains(55));
+    }
+
+    #[test]
+    fn names_stay_in_their_sections() {
+        let mut d = dwarf("cppwork");
+        while let Some(ui) = d.parse_next() {
+            d.maybe_decode(ui);
+        }
+        let mut named = 0;
+        for u in &d.units {
+            for f in u.decoded.iter().flat_map(|x| x.funcs.iter()) {
+                if let Some(n) = d.name(f.name) {
+                    assert!(!n.is_empty() && !n.contains('\0'));
+                    named += 1;
+                }
+            }
+        }
+        assert!(named > 50, "{named}");
+        let own = d.own(Some("from_symtab".into()));
+        assert_eq!(d.name(own).as_deref(), Some("from_symtab"));
+        assert_eq!(d.name(Name::NONE), None);
     }
 }

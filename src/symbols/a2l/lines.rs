@@ -16,7 +16,6 @@ struct Row {
     /// Index into `LineTable::names` (`u32::MAX`: no file name).
     file: u32,
     line: u32,
-    discriminator: u32,
     end_sequence: bool,
     /// Next lower row (binutils' `prev_line`), `u32::MAX` for none.
     prev: u32,
@@ -24,14 +23,26 @@ struct Row {
 
 const NONE: u32 = u32::MAX;
 
+/// A row as lookups need it: address, line, and the file name index
+/// (`FILE_NONE` for none) with [`END`] set on an end-of-sequence row.
+#[derive(Debug, Clone, Copy)]
+struct Packed {
+    address: u64,
+    line: u32,
+    file_end: u32,
+}
+
+const END: u32 = 1 << 31;
+const FILE_NONE: u32 = END - 1;
+
 #[derive(Debug, Clone)]
 struct Sequence {
     low_pc: u64,
+    /// The address of the highest row (set once the table is sorted).
+    high: u64,
     /// The highest row (binutils' `last_line`).
     last: u32,
-    /// Rows in ascending order, built on first lookup.
-    lines: Vec<u32>,
-    order: usize,
+    order: u32,
 }
 
 /// What `lookup_address_in_line_info_table` returns.
@@ -39,7 +50,6 @@ struct Sequence {
 pub struct LineHit {
     pub file: Option<Arc<str>>,
     pub line: u32,
-    pub discriminator: u32,
 }
 
 /// One unit's decoded line table.
@@ -51,8 +61,14 @@ pub struct LineTable {
     files: Vec<(Option<Arc<str>>, u64)>,
     /// Interned `concat_filename` results.
     pub names: Vec<Arc<str>>,
+    /// Every row; empty while the table sleeps (see [`LineTable::sleep`]).
     rows: Vec<Row>,
     seqs: Vec<Sequence>,
+    /// Every sequence's rows in ascending order, end to end (built on the
+    /// first lookup that lands in a sequence; `rows` go then).
+    ordered: Vec<Packed>,
+    /// Where each sequence starts in `ordered`, and where the last ends.
+    starts: Vec<u32>,
     lcl_head: u32,
     /// [low, high] of each sequence, for the unit's address ranges.
     pub seq_ranges: Vec<(u64, u64)>,
@@ -207,8 +223,8 @@ impl LineTable {
                 }
             }
             _ => {
-                let order = self.seqs.len();
-                self.seqs.push(Sequence { low_pc: info.address, last: idx, lines: Vec::new(), order });
+                let order = self.seqs.len() as u32;
+                self.seqs.push(Sequence { low_pc: info.address, high: 0, last: idx, order });
                 self.lcl_head = idx;
             }
         }
@@ -319,7 +335,6 @@ impl LineTable {
             let mut op_index: u8 = 0;
             let mut file = NONE;
             let mut line: u32 = 1;
-            let mut discriminator: u32 = 0;
             let mut end_sequence = false;
             let (mut low_pc, mut high_pc) = (u64::MAX, 0u64);
             if !t.files.is_empty() {
@@ -344,8 +359,7 @@ impl LineTable {
                     }
                     line = (line as i64 + line_base + (adj % line_range as u64) as i64) as u32;
                     let f = file_id(&t, file);
-                    t.add(Row { address, op_index, file: f, line, discriminator, end_sequence: false, prev: NONE });
-                    discriminator = 0;
+                    t.add(Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
                     low_pc = low_pc.min(address);
                     high_pc = high_pc.max(address);
                     continue;
@@ -358,9 +372,8 @@ impl LineTable {
                             1 => {
                                 end_sequence = true;
                                 let f = file_id(&t, file);
-                                t.add(Row { address, op_index, file: f, line, discriminator, end_sequence: true, prev: NONE });
-                                discriminator = 0;
-                                low_pc = low_pc.min(address);
+                                t.add(Row { address, op_index, file: f, line, end_sequence: true, prev: NONE });
+                                            low_pc = low_pc.min(address);
                                 high_pc = high_pc.max(address);
                                 if low_pc != high_pc {
                                     t.seq_ranges.push((low_pc, high_pc));
@@ -377,16 +390,19 @@ impl LineTable {
                                 r.uleb();
                                 t.files.push((non_empty(name), dir));
                             }
-                            4 => discriminator = r.uleb() as u32,
+                            // Discriminators: addr2line prints them, perf
+                            // drops them.
+                            4 => {
+                                r.uleb();
+                            }
                             0x80 => r.skip(len.saturating_sub(1) as usize),
                             _ => return None,
                         }
                     }
                     1 => {
                         let f = file_id(&t, file);
-                        t.add(Row { address, op_index, file: f, line, discriminator, end_sequence: false, prev: NONE });
-                        discriminator = 0;
-                        low_pc = low_pc.min(address);
+                        t.add(Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
+                            low_pc = low_pc.min(address);
                         high_pc = high_pc.max(address);
                     }
                     2 => {
@@ -444,10 +460,11 @@ impl LineTable {
             return;
         }
         let rows = &self.rows;
-        let n = self.seqs.len();
+        let n = self.seqs.len() as u32;
         // binutils numbers sequences from the most recent one.
         for s in self.seqs.iter_mut() {
             s.order = n - 1 - s.order;
+            s.high = rows[s.last as usize].address;
         }
         self.seqs.sort_by(|a, b| {
             let (la, lb) = (&rows[a.last as usize], &rows[b.last as usize]);
@@ -457,12 +474,12 @@ impl LineTable {
                 .then(lb.op_index.cmp(&la.op_index))
                 .then(a.order.cmp(&b.order))
         });
-        let mut out: Vec<Sequence> = Vec::with_capacity(n);
-        let mut last_high = rows[self.seqs[0].last as usize].address;
+        let mut out: Vec<Sequence> = Vec::with_capacity(n as usize);
+        let mut last_high = self.seqs[0].high;
         let mut iter = std::mem::take(&mut self.seqs).into_iter();
         out.push(iter.next().expect("non-empty"));
         for mut s in iter {
-            let high = rows[s.last as usize].address;
+            let high = s.high;
             if s.low_pc < last_high {
                 if high <= last_high {
                     continue;
@@ -475,22 +492,51 @@ impl LineTable {
         self.seqs = out;
     }
 
-    fn build(&mut self, si: usize) {
-        if !self.seqs[si].lines.is_empty() {
-            return;
+    /// Lays every sequence's rows out in ascending order (binutils builds
+    /// each sequence's array on its first lookup; the answers are the same)
+    /// and drops the decoding-time rows.
+    fn freeze(&mut self) {
+        let mut chain: Vec<u32> = Vec::new();
+        let mut ordered = Vec::new();
+        let mut starts = Vec::with_capacity(self.seqs.len() + 1);
+        for s in &self.seqs {
+            starts.push(ordered.len() as u32);
+            chain.clear();
+            let mut i = s.last;
+            while i != NONE {
+                chain.push(i);
+                i = self.rows[i as usize].prev;
+            }
+            ordered.extend(chain.iter().rev().map(|&i| {
+                let r = &self.rows[i as usize];
+                let file = if r.file == NONE { FILE_NONE } else { r.file.min(FILE_NONE - 1) };
+                Packed { address: r.address, line: r.line, file_end: file | if r.end_sequence { END } else { 0 } }
+            }));
         }
-        let mut v = Vec::new();
-        let mut i = self.seqs[si].last;
-        while i != NONE {
-            v.push(i);
-            i = self.rows[i as usize].prev;
-        }
-        v.reverse();
-        self.seqs[si].lines = v;
+        starts.push(ordered.len() as u32);
+        ordered.shrink_to_fit();
+        self.ordered = ordered;
+        self.starts = starts;
+        self.rows = Vec::new();
     }
 
-    /// binutils' `lookup_address_in_line_info_table`.
-    pub fn lookup(&mut self, addr: u64) -> Option<LineHit> {
+    /// Drops the rows unless a lookup has used them: most units of a
+    /// large program are decoded only because binutils reads units in
+    /// order until one holds the address, and never answer a lookup. The
+    /// sequences stay, so a lookup knows whether it needs the rows back
+    /// (see [`LineTable::lookup`]).
+    pub fn sleep(&mut self) {
+        self.rows = Vec::new();
+    }
+
+    /// The table sleeps (its rows were dropped before any were needed).
+    pub fn asleep(&self) -> bool {
+        self.rows.is_empty() && self.starts.is_empty() && !self.seqs.is_empty()
+    }
+
+    /// binutils' `lookup_address_in_line_info_table`. A sleeping table
+    /// gets its rows from `wake`, the same program decoded again.
+    pub fn lookup(&mut self, addr: u64, wake: impl FnOnce() -> Option<LineTable>) -> Option<LineHit> {
         let (mut low, mut high) = (0usize, self.seqs.len());
         let mut found = None;
         while low < high {
@@ -499,7 +545,7 @@ impl LineTable {
             found = Some(mid);
             if addr < s.low_pc {
                 high = mid;
-            } else if addr >= self.rows[s.last as usize].address {
+            } else if addr >= s.high {
                 low = mid + 1;
             } else {
                 break;
@@ -507,36 +553,41 @@ impl LineTable {
         }
         let si = found?;
         let s = &self.seqs[si];
-        if addr < s.low_pc || addr >= self.rows[s.last as usize].address {
+        if addr < s.low_pc || addr >= s.high {
             return None;
         }
-        self.build(si);
-        let s = &self.seqs[si];
-        let lines = &s.lines;
+        if self.starts.is_empty() {
+            if self.rows.is_empty() {
+                let awake = wake()?;
+                if awake.seqs.len() != self.seqs.len() {
+                    return None;
+                }
+                self.rows = awake.rows;
+            }
+            self.freeze();
+        }
+        let lines = &self.ordered[self.starts[si] as usize..self.starts[si + 1] as usize];
         let (mut low, mut high) = (0usize, lines.len());
         let mut mid = 0;
         let mut info = None;
         while low < high {
             mid = (low + high) / 2;
-            let r = &self.rows[lines[mid] as usize];
-            info = Some(lines[mid]);
+            let r = &lines[mid];
+            info = Some(mid);
             if addr < r.address {
                 high = mid;
-            } else if mid + 1 < lines.len() && addr >= self.rows[lines[mid + 1] as usize].address {
+            } else if mid + 1 < lines.len() && addr >= lines[mid + 1].address {
                 low = mid + 1;
             } else {
                 break;
             }
         }
         let i = info?;
-        let r = &self.rows[i as usize];
-        let next = lines.get(mid + 1).map(|&n| self.rows[n as usize].address)?;
-        if addr >= r.address && addr < next && !(r.end_sequence || i == s.last) {
-            return Some(LineHit {
-                file: (r.file != NONE).then(|| self.names[r.file as usize].clone()),
-                line: r.line,
-                discriminator: r.discriminator,
-            });
+        let r = &lines[i];
+        let next = lines.get(mid + 1).map(|n| n.address)?;
+        if addr >= r.address && addr < next && !(r.file_end & END != 0 || i + 1 == lines.len()) {
+            let file = r.file_end & !END;
+            return Some(LineHit { file: (file != FILE_NONE).then(|| self.names[file as usize].clone()), line: r.line });
         }
         None
     }

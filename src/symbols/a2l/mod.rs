@@ -142,6 +142,9 @@ impl Session {
                 }
             }
         }
+        if let Some(d) = self.dwarf.as_mut() {
+            d.settle();
+        }
         core.fun = self.bfd.find_function(sec, offset);
         core
     }
@@ -165,7 +168,7 @@ impl Session {
         let mut chain = None;
         match (core.unit, core.func) {
             (Some(ui), Some(fi)) if d.func(ui, fi).is_linkage => {
-                name = d.func(ui, fi).name.clone();
+                name = d.name(d.func(ui, fi).name);
             }
             _ => {
                 let fun = core.fun.as_ref();
@@ -177,13 +180,16 @@ impl Session {
                     found = true;
                 }
                 if let (Some(ui), Some(fi)) = (core.unit, core.func) {
-                    let func = d.func_mut(ui, fi);
+                    let func = d.func(ui, fi);
                     match fun {
-                        None => name = func.name.clone(),
-                        Some(f) if f.value == func.aranges.first_low() => func.name = name.clone(),
+                        None => name = d.name(func.name),
+                        Some(f) if f.value == func.aranges.first_low() => {
+                            let own = d.own(name.clone());
+                            d.func_mut(ui, fi).name = own;
+                        }
                         Some(_) => {}
                     }
-                    func.is_linkage = true;
+                    d.func_mut(ui, fi).is_linkage = true;
                 }
             }
         }
@@ -207,7 +213,7 @@ impl Session {
                     break;
                 }
                 let caller = d.func(ui, f.caller);
-                out.push(Record { function: caller.name.clone(), file: f.caller_file.clone(), line: f.caller_line });
+                out.push(Record { function: d.name(caller.name), file: d.caller_file(ui, fi), line: f.caller_line });
                 fi = f.caller;
             }
         }
