@@ -405,6 +405,10 @@ pub struct FrameCopier {
 /// Where a kept text is in [`FrameCopier::texts`]: offset and length.
 pub type Text = (u32, u32);
 
+/// The formatter lets the object files' pages go each time this power of
+/// two of kept text bytes is crossed (see `Symbolizer::release_pages`).
+const RELEASE_SHIFT: u32 = 21;
+
 /// Entries in [`FrameFormatter::front`] (a power of two; 384 KiB).
 const FRONT: usize = 16384;
 const NO_KEY: FrameKey = (u8::MAX, NO_DSO, u64::MAX);
@@ -494,6 +498,10 @@ impl FrameFormatter {
         let (Ok(off), Ok(len)) = place else { return FrameText::New(len as u32, false) };
         let keep = cacheable && stable;
         if keep {
+            // Every 8 MiB of new text (some 40,000 new frames).
+            if (self.kept_bytes ^ (self.kept_bytes + u64::from(len))) >> RELEASE_SHIFT != 0 {
+                self.symbolizer.release_pages();
+            }
             self.kept_bytes += u64::from(len);
             self.cache.insert(key, (off, len));
             self.front[slot] = (key, (off, len));

@@ -57,6 +57,13 @@ pub enum SectionBytes {
 }
 
 impl SectionBytes {
+    /// See [`FileBytes::release_pages`] (the whole file's pages).
+    pub fn release_pages(&self) {
+        if let SectionBytes::Mapped(file, _, _) = self {
+            file.release_pages();
+        }
+    }
+
     pub fn empty() -> SectionBytes {
         SectionBytes::Owned(Arc::from(&[][..]))
     }

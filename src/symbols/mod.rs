@@ -170,6 +170,20 @@ impl Symbolizer {
         Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None, transient: false, symfs }
     }
 
+    /// Lets the kernel drop the pages of every mapped object file. Names
+    /// and DWARF are read where they lie in the files, on demand: over a
+    /// long run the pages touched add up (tens of MB, counted in the
+    /// process's resident size although the page cache holds them anyway).
+    /// Pages needed again come back from the page cache.
+    pub fn release_pages(&self) {
+        for st in self.dsos.iter().flatten() {
+            st.loaded.syms.release_pages();
+            if let Some(s) = &st.a2l {
+                s.release_pages();
+            }
+        }
+    }
+
     /// Whether the last [`Symbolizer::find_symbol`] answer holds for this
     /// call only.
     pub fn last_lookup_transient(&self) -> bool {

@@ -155,6 +155,14 @@ impl SymTab {
     /// Keeps `strtab` for [`Sym::in_strtab`] names and says which table it
     /// is; `None` if it is too large for 32-bit offsets (or there are too
     /// many): give the symbols names of their own then.
+    /// Lets the kernel drop the pages of the mapped string tables (read
+    /// again from the page cache when a name is next needed).
+    pub fn release_pages(&self) {
+        for t in &self.strtabs {
+            t.release_pages();
+        }
+    }
+
     pub fn use_strtab(&mut self, strtab: SectionBytes) -> Option<u8> {
         u32::try_from(strtab.len()).ok()?;
         if let Some(i) = self.strtabs.iter().position(|t| t.as_ptr() == strtab.as_ptr() && t.len() == strtab.len()) {

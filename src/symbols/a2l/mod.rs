@@ -220,6 +220,12 @@ impl Session {
         Some(out)
     }
 
+    /// Lets the kernel drop the pages of the mapped file (see
+    /// [`crate::symbols::Symbolizer::release_pages`]).
+    pub fn release_pages(&self) {
+        self.bfd.elf.release_pages();
+    }
+
     /// Bumped whenever the answers may change (more DWARF was read).
     pub fn generation(&self) -> u64 {
         self.dwarf.as_ref().map(|d| d.generation).unwrap_or(0)
