@@ -649,6 +649,25 @@ mod tests {
     }
 
     #[test]
+    fn names_read_after_the_pages_go() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+        let file = crate::symbols::elf::map_file(&p).expect("maps");
+        let len = file.len();
+        let strtab = SectionBytes::Mapped(file, 0, len);
+        let mut t = SymTab::default();
+        let table = t.use_strtab(strtab.clone()).expect("a table");
+        // Names at a few places of the file (whatever bytes are there).
+        let offs: Vec<u32> = (0..len as u32).step_by(len / 40).collect();
+        let ids: Vec<NodeId> =
+            offs.iter().enumerate().map(|(i, &o)| t.insert(Sym::in_strtab(i as u64 * 16, 8, STB_GLOBAL, STT_FUNC, (table, o), false))).collect();
+        let before: Vec<Arc<str>> = ids.iter().map(|&id| t.name(id)).collect();
+        t.release_pages();
+        let after: Vec<Arc<str>> = ids.iter().map(|&id| t.name(id)).collect();
+        assert_eq!(before, after);
+        assert_eq!(&*after[0], "\x7fELF\x02\x01\x01");
+    }
+
+    #[test]
     fn alias_choice_follows_perf() {
         // Non-weak beats weak, global beats local, fewer underscores, longer name.
         assert!(choose_best_symbol(&s(0, 8, STB_GLOBAL, "read"), &s(0, 8, STB_WEAK, "__read")));

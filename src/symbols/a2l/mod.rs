@@ -323,6 +323,22 @@ mod tests {
     }
 
     #[test]
+    fn answers_hold_after_the_pages_go() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/cppwork");
+        let mapped = crate::symbols::elf::map_file(&p).expect("maps");
+        assert!(matches!(*mapped, FileBytes::Mapped(_)));
+        let mut s = Session::new(Elf::parse(mapped).expect("elf"));
+        let mut fresh = session(fixture("tmp/pstitch-fixtures/bin/cppwork")).unwrap();
+        let (lo, hi) = text_range(&s);
+        for (i, a) in (lo..hi).step_by(7).enumerate() {
+            if i % 50 == 0 {
+                s.release_pages();
+            }
+            assert_eq!(s.query(a), fresh.query(a), "{a:#x}");
+        }
+    }
+
+    #[test]
     fn damaged_files_never_panic() {
         for rel in ["tmp/pstitch-fixtures/bin/cwork", "tmp/pstitch-fixtures/bin/rustwork"] {
             let orig = fixture(rel);
