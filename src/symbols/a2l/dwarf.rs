@@ -745,12 +745,14 @@ impl Dwarf {
         LineTable::decode(&self.s.line, u.stmt_list?, self.le, u.addr_size, u.comp_dir.clone(), &strs)
     }
 
-    /// Ends a lookup: the line tables decoded since the last one sleep
-    /// unless the lookup used them.
+    /// Ends a lookup: the line tables decoded since the last one are
+    /// packed. Most units of a large program are decoded only because
+    /// binutils reads units in order until one holds the address, and
+    /// never answer a lookup; their rows would be most of the memory.
     pub fn settle(&mut self) {
         for ui in std::mem::take(&mut self.fresh) {
             if let Some(d) = self.units[ui as usize].decoded.as_mut() {
-                d.lines.sleep();
+                d.lines.pack();
             }
         }
     }
@@ -1177,17 +1179,7 @@ impl Dwarf {
     }
 
     pub fn lookup_line(&mut self, ui: usize, addr: u64) -> Option<LineHit> {
-        let d = self.units[ui].decoded.as_ref()?;
-        if !d.lines.asleep() {
-            return self.units[ui].decoded.as_mut()?.lines.lookup(addr, || None);
-        }
-        // Decoded again only if the address is in one of its sequences.
-        let mut table = std::mem::take(&mut self.units[ui].decoded.as_mut()?.lines);
-        let hit = table.lookup(addr, || self.decode_lines(ui));
-        if let Some(d) = self.units[ui].decoded.as_mut() {
-            d.lines = table;
-        }
-        hit
+        self.units[ui].decoded.as_mut()?.lines.lookup(addr)
     }
 
     pub fn func(&self, ui: usize, fi: u32) -> &Func {
@@ -1217,7 +1209,9 @@ mod tests {
     }
 
     #[test]
-    fn sleeping_line_tables_answer_like_awake_ones() {
+    fn packed_line_tables_answer_alike() {
+        // Packed at the end of the lookup that decoded them, or by the
+        // first lookup that lands in them: the same answers.
         for rel in ["cwork", "cppwork", "rustwork"] {
             let mut d = dwarf(rel);
             while d.parse_next().is_some() {}
@@ -1226,14 +1220,14 @@ mod tests {
                 if !d.maybe_decode(ui) {
                     continue;
                 }
-                let mut awake = d.decode_lines(ui).expect("decodes again");
-                let ranges = awake.seq_ranges.clone();
+                let mut fresh = d.decode_lines(ui).expect("decodes again");
+                let ranges = fresh.seq_ranges.clone();
                 d.settle();
-                assert!(d.units[ui].decoded.as_ref().unwrap().lines.asleep() || ranges.is_empty());
                 for (lo, hi) in ranges {
                     for addr in (lo.saturating_sub(2)..hi + 2).step_by(3) {
-                        assert_eq!(d.lookup_line(ui, addr), awake.lookup(addr, || None), "{rel} unit {ui} at {addr:#x}");
-                        checked += 1;
+                        let hit = fresh.lookup(addr);
+                        assert_eq!(d.lookup_line(ui, addr), hit, "{rel} unit {ui} at {addr:#x}");
+                        checked += usize::from(hit.is_some());
                     }
                 }
             }

@@ -61,11 +61,11 @@ pub struct LineTable {
     files: Vec<(Option<Arc<str>>, u64)>,
     /// Interned `concat_filename` results.
     pub names: Vec<Arc<str>>,
-    /// Every row; empty while the table sleeps (see [`LineTable::sleep`]).
+    /// Every row, while decoding (see [`LineTable::pack`]).
     rows: Vec<Row>,
     seqs: Vec<Sequence>,
-    /// Every sequence's rows in ascending order, end to end (built on the
-    /// first lookup that lands in a sequence; `rows` go then).
+    /// Every sequence's rows in ascending order, end to end (`rows` go
+    /// then).
     ordered: Vec<Packed>,
     /// Where each sequence starts in `ordered`, and where the last ends.
     starts: Vec<u32>,
@@ -520,23 +520,16 @@ impl LineTable {
         self.rows = Vec::new();
     }
 
-    /// Drops the rows unless a lookup has used them: most units of a
-    /// large program are decoded only because binutils reads units in
-    /// order until one holds the address, and never answer a lookup. The
-    /// sequences stay, so a lookup knows whether it needs the rows back
-    /// (see [`LineTable::lookup`]).
-    pub fn sleep(&mut self) {
-        self.rows = Vec::new();
+    /// Packs the table for lookups (see [`LineTable::freeze`]; no-op if
+    /// done): a unit's rows take a third of the memory then.
+    pub fn pack(&mut self) {
+        if self.starts.is_empty() {
+            self.freeze();
+        }
     }
 
-    /// The table sleeps (its rows were dropped before any were needed).
-    pub fn asleep(&self) -> bool {
-        self.rows.is_empty() && self.starts.is_empty() && !self.seqs.is_empty()
-    }
-
-    /// binutils' `lookup_address_in_line_info_table`. A sleeping table
-    /// gets its rows from `wake`, the same program decoded again.
-    pub fn lookup(&mut self, addr: u64, wake: impl FnOnce() -> Option<LineTable>) -> Option<LineHit> {
+    /// binutils' `lookup_address_in_line_info_table`.
+    pub fn lookup(&mut self, addr: u64) -> Option<LineHit> {
         let (mut low, mut high) = (0usize, self.seqs.len());
         let mut found = None;
         while low < high {
@@ -556,16 +549,7 @@ impl LineTable {
         if addr < s.low_pc || addr >= s.high {
             return None;
         }
-        if self.starts.is_empty() {
-            if self.rows.is_empty() {
-                let awake = wake()?;
-                if awake.seqs.len() != self.seqs.len() {
-                    return None;
-                }
-                self.rows = awake.rows;
-            }
-            self.freeze();
-        }
+        self.pack();
         let lines = &self.ordered[self.starts[si] as usize..self.starts[si + 1] as usize];
         let (mut low, mut high) = (0usize, lines.len());
         let mut mid = 0;
