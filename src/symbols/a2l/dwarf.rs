@@ -798,6 +798,12 @@ impl Dwarf {
         // clash with borrowed attribute data.
         let mut out = Vec::with_capacity(abbrev.attributes().len());
         for spec in abbrev.attributes() {
+            if !matches!(spec.name().0, 0x03 | 0x47 | 0x6e | 0x2007 | 0x3a | 0x3b) {
+                if e.skip_attributes(std::slice::from_ref(spec)).is_err() {
+                    break;
+                }
+                continue;
+            }
             let Ok(a) = e.read_attribute(*spec) else { break };
             let raw = a.raw_value();
             let rf = ref_of(&raw);
@@ -928,10 +934,21 @@ impl Dwarf {
             }
             attrs.clear();
             if is_func || is_var {
-                attrs.reserve(abbrev.attributes().len());
+                // Only the attributes binutils looks at are decoded; the
+                // others (types, frame bases, locations lists...) skipped.
                 for spec in abbrev.attributes() {
-                    let a = e.read_attribute(*spec).ok()?;
-                    attrs.push((a.name().0, a.raw_value()));
+                    let n = spec.name().0;
+                    let wanted = if is_func {
+                        matches!(n, 0x58 | 0x59 | 0x31 | 0x47 | 0x03 | 0x6e | 0x2007 | 0x11 | 0x12 | 0x55)
+                    } else {
+                        matches!(n, 0x3f | 0x02 | 0x47 | 0x03 | 0x3a | 0x3b)
+                    };
+                    if wanted {
+                        let a = e.read_attribute(*spec).ok()?;
+                        attrs.push((n, a.raw_value()));
+                    } else {
+                        e.skip_attributes(std::slice::from_ref(spec)).ok()?;
+                    }
                 }
             } else {
                 e.skip_attributes(abbrev.attributes()).ok()?;
