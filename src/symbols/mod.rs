@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use crate::fasthash::FastMap;
 use crate::machine::{DsoKind, Dsos, Map};
 use crate::perf_data::features::BuildIdEntry;
 
@@ -79,13 +80,13 @@ struct DsoState {
     has_srcline: bool,
     a2l_fails: u32,
     /// perf's `dso->inlined_nodes`, by objdump address.
-    inlines: HashMap<u64, Rc<[InlineEntry]>>,
+    inlines: FastMap<u64, Rc<[InlineEntry]>>,
     /// Source lines by objdump address, with the addr2line generation they
     /// were computed at (a repeated query in the same state changes
     /// nothing and answers the same).
-    srclines: HashMap<u64, (u64, Option<Rc<str>>)>,
+    srclines: FastMap<u64, (u64, Option<Rc<str>>)>,
     /// `dso[addr]` fallbacks by objdump address.
-    fallbacks: HashMap<u64, Rc<str>>,
+    fallbacks: FastMap<u64, Rc<str>>,
 }
 
 /// A DSO's symbols as one symbolizer loaded them, for another (they can
@@ -140,9 +141,9 @@ impl DsoState {
             a2l,
             has_srcline: true,
             a2l_fails: 0,
-            inlines: HashMap::new(),
-            srclines: HashMap::new(),
-            fallbacks: HashMap::new(),
+            inlines: FastMap::default(),
+            srclines: FastMap::default(),
+            fallbacks: FastMap::default(),
         }
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use gimli::{Abbreviations, AttributeValue, DebugAbbrev, DebugAbbrevOffset, DebugInfo, EndianSlice, RunTimeEndian, UnitOffset};
 
 use super::lines::{LineHit, LineTable, StrSections};
+use super::ranges::RangeIndex;
 use super::reader::Reader;
 use crate::symbols::elf::SectionBytes;
 
@@ -182,13 +183,9 @@ pub struct Dwarf {
     le: bool,
     pub s: Sections,
     pub units: Vec<Unit>,
-    /// (low, high, unit) of the known ranges of parsed units (unit ranges,
-    /// line sequences, and the span of the function ranges of decoded
-    /// units), sorted by low, with the running maximum of high.
-    index: Vec<(u64, u64, u32)>,
-    max_high: Vec<u64>,
-    /// Ranges were added since the index was built.
-    index_dirty: bool,
+    /// The known ranges of parsed units (unit ranges, line sequences, and
+    /// the span of the function ranges of decoded units).
+    index: RangeIndex,
     /// Offset of the next unit binutils would read, `None` once it stopped.
     next_unit: Option<usize>,
     /// The abbreviation tables used last, most recent last: a unit needs
@@ -284,9 +281,7 @@ impl Dwarf {
             le: little_endian,
             s,
             units: Vec::new(),
-            index: Vec::new(),
-            max_high: Vec::new(),
-            index_dirty: false,
+            index: RangeIndex::default(),
             next_unit: Some(0),
             abbrev_cache: Vec::new(),
             fresh: Vec::new(),
@@ -488,9 +483,9 @@ impl Dwarf {
         if abbrev.has_children() {
             unit.first_child = Some(entries.next_offset().0);
         }
+        self.index.add(self.units.len(), unit.aranges.iter().copied());
         self.units.push(unit);
         self.next_unit = Some(end);
-        self.index_dirty = true;
         self.generation += 1;
         Some(self.units.len() - 1)
     }
@@ -510,29 +505,6 @@ impl Dwarf {
             self.abbrev_cache.push((offset, table));
         }
         self.abbrev_cache.last().map(|(_, t)| t.clone())
-    }
-
-    fn build_index(&mut self) {
-        self.index_dirty = false;
-        self.index.clear();
-        for (i, u) in self.units.iter().enumerate() {
-            for &(l, h) in u.aranges.iter() {
-                self.index.push((l, h, i as u32));
-            }
-            if let Some((l, h)) = u.func_span {
-                self.index.push((l, h, i as u32));
-            }
-        }
-        self.index.sort_by_key(|e| (e.0, e.2));
-        let mut m = 0u64;
-        self.max_high = self
-            .index
-            .iter()
-            .map(|e| {
-                m = m.max(e.1);
-                m
-            })
-            .collect();
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -650,23 +622,7 @@ impl Dwarf {
     /// with a known range (unit ranges, line sequences, function ranges of
     /// decoded units) containing it, in reading order.
     pub fn trie_candidates(&mut self, addr: u64) -> Vec<usize> {
-        if self.index_dirty {
-            self.build_index();
-        }
-        let mut out: Vec<usize> = Vec::new();
-        let mut i = self.index.partition_point(|e| e.0 <= addr);
-        while i > 0 {
-            i -= 1;
-            if self.max_high[i] <= addr {
-                break;
-            }
-            let (l, h, u) = self.index[i];
-            if addr >= l && addr < h {
-                out.push(u as usize);
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
+        let mut out = self.index.holding(addr);
         out.retain(|&u| self.units[u].aranges.contains(addr) || self.func_contains(u, addr));
         out
     }
@@ -699,7 +655,8 @@ impl Dwarf {
         for (l, h) in seqs {
             u.aranges.add(l, h);
         }
-        self.index_dirty = true;
+        // Ranges only grow (an added range may extend one added before).
+        self.index.add(ui, u.aranges.iter().copied());
         self.generation += 1;
         u.lines_ready = true;
         u.decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
@@ -717,6 +674,7 @@ impl Dwarf {
                         });
                     }
                     self.units[ui].func_span = span;
+                    self.index.add(ui, span.into_iter());
                     if let Some(d) = self.units[ui].decoded.as_mut() {
                         let mut funcs = funcs;
                         funcs.shrink_to_fit();

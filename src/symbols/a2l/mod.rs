@@ -10,11 +10,12 @@
 pub mod bfd;
 pub mod dwarf;
 pub mod lines;
+pub mod ranges;
 pub mod reader;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::fasthash::FastMap;
 use crate::symbols::elf::{Elf, SectionBytes};
 use bfd::{BfdFile, FoundFn, Section};
 use dwarf::{Dwarf, Sections, DW_TAG_INLINED_SUBROUTINE};
@@ -45,7 +46,7 @@ pub struct Session {
     dwarf: Option<Dwarf>,
     /// Per address: the DWARF generation it was computed at, the section
     /// and the answer (valid while nothing else was read or decoded).
-    cache: HashMap<u64, (u64, usize, Core)>,
+    cache: FastMap<u64, (u64, usize, Core)>,
 }
 
 fn load_sections(elf: &Elf) -> Option<Sections> {
@@ -79,7 +80,7 @@ impl Session {
     pub fn new(elf: Elf) -> Session {
         let le = elf.little_endian;
         let dwarf = load_sections(&elf).map(|s| Dwarf::new(s, le));
-        Session { bfd: BfdFile::new(elf), dwarf, cache: HashMap::new() }
+        Session { bfd: BfdFile::new(elf), dwarf, cache: FastMap::default() }
     }
 
     /// The state-independent part of `find_nearest_line` for `pc` in `sec`.

@@ -1,0 +1,140 @@
+//! Which units have a known range holding an address: the question
+//! binutils' address trie answers. Ranges arrive unit by unit as units are
+//! read and decoded, and lookups come in between, so the ranges are kept
+//! in sorted runs of halving sizes (a log-structured merge): adding a
+//! unit's ranges sorts just those and merges runs of similar size, and a
+//! lookup searches each of the few runs.
+//!
+//! ```text
+//!  runs   [ 4096 ranges ][ 1024 ][ 512 ][ 40 ]     each sorted by low,
+//!  high   [ running max of high, per run     ]     to stop a backward scan
+//! ```
+
+/// (low, high, unit).
+type Range = (u64, u64, u32);
+
+#[derive(Default)]
+struct Run {
+    ranges: Vec<Range>,
+    /// Running maximum of `high` over `ranges`.
+    max_high: Vec<u64>,
+}
+
+impl Run {
+    fn new(ranges: Vec<Range>) -> Run {
+        let mut m = 0u64;
+        let max_high = ranges
+            .iter()
+            .map(|r| {
+                m = m.max(r.1);
+                m
+            })
+            .collect();
+        Run { ranges, max_high }
+    }
+
+    fn merge(a: Run, b: Run) -> Run {
+        let mut out = Vec::with_capacity(a.ranges.len() + b.ranges.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.ranges.len() && j < b.ranges.len() {
+            if a.ranges[i].0 <= b.ranges[j].0 {
+                out.push(a.ranges[i]);
+                i += 1;
+            } else {
+                out.push(b.ranges[j]);
+                j += 1;
+            }
+        }
+        out.extend_from_slice(&a.ranges[i..]);
+        out.extend_from_slice(&b.ranges[j..]);
+        Run::new(out)
+    }
+
+    fn holding(&self, addr: u64, out: &mut Vec<usize>) {
+        let mut i = self.ranges.partition_point(|r| r.0 <= addr);
+        while i > 0 {
+            i -= 1;
+            if self.max_high[i] <= addr {
+                break;
+            }
+            let (l, h, u) = self.ranges[i];
+            if addr >= l && addr < h {
+                out.push(u as usize);
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct RangeIndex {
+    runs: Vec<Run>,
+}
+
+impl RangeIndex {
+    /// Adds `unit`'s ranges (ranges may repeat ones added before).
+    pub fn add(&mut self, unit: usize, ranges: impl Iterator<Item = (u64, u64)>) {
+        let mut batch: Vec<Range> = ranges.filter(|&(l, h)| l < h).map(|(l, h)| (l, h, unit as u32)).collect();
+        if batch.is_empty() {
+            return;
+        }
+        batch.sort_unstable_by_key(|r| r.0);
+        let mut run = Run::new(batch);
+        while let Some(last) = self.runs.last() {
+            if last.ranges.len() > 2 * run.ranges.len() {
+                break;
+            }
+            let last = self.runs.pop().expect("a run");
+            run = Run::merge(last, run);
+        }
+        self.runs.push(run);
+    }
+
+    /// The units with a range holding `addr`, in reading order, each once.
+    pub fn holding(&self, addr: u64) -> Vec<usize> {
+        let mut out = Vec::new();
+        for r in &self.runs {
+            r.holding(addr, &mut out);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_a_scan_of_every_range_finds() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut index = RangeIndex::default();
+        let mut all: Vec<Range> = Vec::new();
+        for unit in 0..300usize {
+            let n = (next() % 40) as usize;
+            let ranges: Vec<(u64, u64)> = (0..n)
+                .map(|_| {
+                    let l = next() % 100_000;
+                    // Some empty and inverted ranges: they hold nothing.
+                    (l, (l + next() % 3000).wrapping_sub(20))
+                })
+                .collect();
+            index.add(unit, ranges.iter().copied());
+            all.extend(ranges.iter().map(|&(l, h)| (l, h, unit as u32)));
+            for _ in 0..20 {
+                let a = next() % 103_000;
+                let mut want: Vec<usize> = all.iter().filter(|r| a >= r.0 && a < r.1).map(|r| r.2 as usize).collect();
+                want.sort_unstable();
+                want.dedup();
+                assert_eq!(index.holding(a), want, "at {a} after unit {unit}");
+            }
+        }
+        assert!(index.runs.len() < 12, "{} runs", index.runs.len());
+    }
+}
