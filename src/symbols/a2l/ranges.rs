@@ -7,7 +7,7 @@
 //!
 //! ```text
 //!  runs   [ 4096 ranges ][ 1024 ][ 512 ][ 40 ]     each sorted by low,
-//!  high   [ running max of high, per run     ]     to stop a backward scan
+//!  tree   [ max high per subtree, per run    ]     to skip what ends before
 //! ```
 
 /// (low, high, unit).
@@ -16,21 +16,26 @@ type Range = (u64, u64, u32);
 #[derive(Default)]
 struct Run {
     ranges: Vec<Range>,
-    /// Running maximum of `high` over `ranges`.
+    /// The highest `high` under each node of a complete binary tree over
+    /// `ranges` (root at 1, leaves from `leaves`): a lookup goes down only
+    /// where some range ends past the address. A running maximum would
+    /// make one wide range (a unit's whole span) send every lookup to the
+    /// start of the run.
     max_high: Vec<u64>,
+    leaves: usize,
 }
 
 impl Run {
     fn new(ranges: Vec<Range>) -> Run {
-        let mut m = 0u64;
-        let max_high = ranges
-            .iter()
-            .map(|r| {
-                m = m.max(r.1);
-                m
-            })
-            .collect();
-        Run { ranges, max_high }
+        let leaves = ranges.len().next_power_of_two();
+        let mut max_high = vec![0u64; 2 * leaves];
+        for (i, r) in ranges.iter().enumerate() {
+            max_high[leaves + i] = r.1;
+        }
+        for n in (1..leaves).rev() {
+            max_high[n] = max_high[2 * n].max(max_high[2 * n + 1]);
+        }
+        Run { ranges, max_high, leaves }
     }
 
     fn merge(a: Run, b: Run) -> Run {
@@ -51,16 +56,24 @@ impl Run {
     }
 
     fn holding(&self, addr: u64, out: &mut Vec<usize>) {
-        let mut i = self.ranges.partition_point(|r| r.0 <= addr);
-        while i > 0 {
-            i -= 1;
-            if self.max_high[i] <= addr {
-                break;
+        // Ranges starting at or before `addr` are the first `end`.
+        let end = self.ranges.partition_point(|r| r.0 <= addr);
+        if end == 0 {
+            return;
+        }
+        // (node, first leaf under it, leaves under it)
+        let mut stack = vec![(1usize, 0usize, self.leaves)];
+        while let Some((node, first, width)) = stack.pop() {
+            if first >= end || self.max_high[node] <= addr {
+                continue;
             }
-            let (l, h, u) = self.ranges[i];
-            if addr >= l && addr < h {
-                out.push(u as usize);
+            if width == 1 {
+                out.push(self.ranges[first].2 as usize);
+                continue;
             }
+            let half = width / 2;
+            stack.push((2 * node + 1, first + half, half));
+            stack.push((2 * node, first, half));
         }
     }
 }
