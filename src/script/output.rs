@@ -194,12 +194,7 @@ impl Output {
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(loader_config);
                 symbolizer.set_build_id_pairs(loader_ids);
-                for (serial, r) in requests {
-                    let shipped = symbolizer.load_file_prepared(&r.long_name, r.kind, r.build_id.as_deref());
-                    if loaded.send((serial, shipped)).is_err() {
-                        break;
-                    }
-                }
+                load_loop(&mut symbolizer, &requests, &loaded);
             })
             .expect("spawning the loader thread");
         let formatter = std::thread::Builder::new()
@@ -443,6 +438,57 @@ fn format_loop(
                 if let Err(std::sync::mpsc::SendError(Msg::Flush(reply))) = to_copier.send(Msg::Flush(reply)) {
                     let _ = reply.send(Err(std::io::Error::other("the printer thread stopped")));
                 }
+            }
+        }
+    }
+}
+
+/// The loader thread: loads DSOs as asked and, between requests, decodes
+/// the DWARF units of their addr2line sessions ahead (oldest DSO first; see
+/// `symbols::a2l::ahead`).
+fn load_loop(symbolizer: &mut Symbolizer, requests: &Receiver<(u64, LoadRequest)>, loaded: &std::sync::mpsc::Sender<(u64, ShippedDso)>) {
+    use crate::symbols::a2l::ahead::Step;
+    use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+    let mut decoders: std::collections::VecDeque<crate::symbols::a2l::ahead::Decoder> = Default::default();
+    // Decoders in a row that were far enough ahead.
+    let mut idle = 0;
+    loop {
+        let request = if decoders.is_empty() {
+            match requests.recv() {
+                Ok(r) => Some(r),
+                Err(_) => return,
+            }
+        } else if idle >= decoders.len() {
+            idle = 0;
+            match requests.recv_timeout(std::time::Duration::from_millis(2)) {
+                Ok(r) => Some(r),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        } else {
+            match requests.try_recv() {
+                Ok(r) => Some(r),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => return,
+            }
+        };
+        if let Some((serial, r)) = request {
+            let mut shipped = symbolizer.load_file_prepared(&r.long_name, r.kind, r.build_id.as_deref());
+            decoders.extend(shipped.take_decoder());
+            if loaded.send((serial, shipped)).is_err() {
+                return;
+            }
+            continue;
+        }
+        let Some(d) = decoders.front_mut() else { continue };
+        match d.step() {
+            Step::Worked => idle = 0,
+            Step::Done => {
+                decoders.pop_front();
+            }
+            Step::Ahead => {
+                idle += 1;
+                decoders.rotate_left(1);
             }
         }
     }

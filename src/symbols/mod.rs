@@ -108,6 +108,8 @@ pub struct ShippedDso {
 struct StartedA2l {
     has_debug_line: bool,
     session: Option<a2l::Session>,
+    /// Decodes the session's units ahead, where the session was started.
+    decoder: Option<a2l::ahead::Decoder>,
 }
 
 impl StartedA2l {
@@ -115,7 +117,19 @@ impl StartedA2l {
     fn start(path: &Path) -> StartedA2l {
         let elf = elf::Elf::open(path);
         let has_debug_line = elf.as_ref().is_some_and(|e| e.section_by_name(".debug_line").is_some());
-        StartedA2l { has_debug_line, session: elf.filter(|_| has_debug_line).map(a2l::Session::new) }
+        let (session, decoder) = match elf.filter(|_| has_debug_line).map(a2l::Session::with_decoder) {
+            Some((s, d)) => (Some(s), d),
+            None => (None, None),
+        };
+        StartedA2l { has_debug_line, session, decoder }
+    }
+}
+
+impl ShippedDso {
+    /// The decoder of the addr2line session started with the DSO, to run
+    /// where it was loaded (see [`a2l::ahead`]).
+    pub fn take_decoder(&mut self) -> Option<a2l::ahead::Decoder> {
+        self.a2l.as_mut().and_then(|a| a.decoder.take())
     }
 }
 

@@ -147,6 +147,28 @@ pub struct Decoded {
     lookup: Option<Vec<Lookup>>,
 }
 
+/// What decoding a unit did to the reading state besides building its own
+/// tables, so that a session can do the same with tables decoded on
+/// another thread (see [`super::ahead`]).
+#[derive(Debug, Default, Clone)]
+pub struct Trail {
+    pub unit: u32,
+    /// The units its scan asked to be decoded, in order (whether or not
+    /// they were decoded already).
+    pub deps: Vec<u32>,
+    /// How many units its references needed read.
+    pub parsed: u32,
+}
+
+/// A unit decoded ahead, ready for a session to take.
+pub struct Ready {
+    /// The unit's offset in `.debug_info` (checks it is the same unit).
+    offset: usize,
+    decoded: Box<Decoded>,
+    func_span: Option<(u64, u64)>,
+    trail: Trail,
+}
+
 /// Declaration coordinates collected by `find_abstract_instance`.
 #[derive(Default)]
 struct Decl {
@@ -176,7 +198,7 @@ pub struct Unit {
     pub lines_ready: bool,
     pub decoded: Option<Box<Decoded>>,
     /// Lowest and highest address of the function ranges, once scanned.
-    func_span: Option<(u64, u64)>,
+    pub func_span: Option<(u64, u64)>,
 }
 
 pub struct Dwarf {
@@ -193,6 +215,15 @@ pub struct Dwarf {
     /// unit refers into it (parsed again then; a large program has
     /// thousands of tables).
     abbrev_cache: Vec<(u64, Arc<Abbreviations>)>,
+    /// Decoding ahead: the decodes under way, innermost last (`None` in a
+    /// session).
+    recording: Option<Vec<Trail>>,
+    /// Decodes finished while recording, in order.
+    finished: Vec<Trail>,
+    /// Some unit failed to decode.
+    pub failed: bool,
+    /// Units decoded ahead by another thread, for a session.
+    ahead: Option<Arc<super::ahead::Shared>>,
     /// Names taken from the symbol table (see [`Name`]).
     owned: Vec<Arc<str>>,
     /// Units whose line table was decoded during the current lookup.
@@ -285,6 +316,10 @@ impl Dwarf {
             next_unit: Some(0),
             abbrev_cache: Vec::new(),
             fresh: Vec::new(),
+            recording: None,
+            finished: Vec::new(),
+            failed: false,
+            ahead: None,
             owned: Vec::new(),
             generation: 0,
         }
@@ -634,6 +669,9 @@ impl Dwarf {
     /// binutils' `comp_unit_maybe_decode_line_info`: the line table, then
     /// the function table.
     pub fn maybe_decode(&mut self, ui: usize) -> bool {
+        if let Some(t) = self.recording.as_mut().and_then(|r| r.last_mut()) {
+            t.deps.push(ui as u32);
+        }
         let u = &self.units[ui];
         if u.error {
             return false;
@@ -641,13 +679,103 @@ impl Dwarf {
         if u.lines_ready {
             return true;
         }
-        if u.stmt_list.is_none() {
-            self.units[ui].error = true;
-            return false;
+        if let Some(ready) = self.ahead.as_ref().and_then(|a| a.take(ui))
+            && ready.offset == self.units[ui].offset
+        {
+            return self.replay(ui, ready);
+        }
+        if let Some(r) = self.recording.as_mut() {
+            r.push(Trail { unit: ui as u32, ..Default::default() });
+        }
+        let ok = self.decode_unit(ui);
+        if let Some(t) = self.recording.as_mut().and_then(|r| r.pop())
+            && ok
+        {
+            self.finished.push(t);
+        }
+        ok
+    }
+
+    fn fail(&mut self, ui: usize) -> bool {
+        self.units[ui].error = true;
+        self.failed = true;
+        false
+    }
+
+    /// Does what decoding unit `ui` does, with its tables decoded ahead:
+    /// the unit's ranges grow by its line sequences, the units its scan
+    /// read and decoded are read and decoded (from their own tables), then
+    /// its functions are in place.
+    fn replay(&mut self, ui: usize, ready: Ready) -> bool {
+        let Ready { decoded, func_span, trail, .. } = ready;
+        let Decoded { lines, funcs, vars, .. } = *decoded;
+        self.fresh.push(ui as u32);
+        self.generation += 1;
+        let u = &mut self.units[ui];
+        for &(l, h) in &lines.seq_ranges {
+            u.aranges.add(l, h);
+        }
+        self.index.add(ui, u.aranges.iter().copied());
+        u.lines_ready = true;
+        let scans = u.first_child.is_some();
+        u.decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
+        if !scans {
+            return true;
+        }
+        while self.units.len() < trail.parsed as usize {
+            if self.parse_next().is_none() {
+                return self.fail(ui);
+            }
+        }
+        for d in trail.deps {
+            if d as usize >= self.units.len() || !self.maybe_decode(d as usize) {
+                return self.fail(ui);
+            }
+        }
+        self.units[ui].func_span = func_span;
+        self.index.add(ui, func_span.into_iter());
+        if let Some(d) = self.units[ui].decoded.as_mut() {
+            d.funcs = funcs;
+            d.vars = vars;
+        }
+        true
+    }
+
+    /// Records what decodes do, to hand the tables to a session (see
+    /// [`super::ahead`]).
+    pub fn record(&mut self) {
+        self.recording = Some(Vec::new());
+    }
+
+    /// Takes units decoded ahead by another thread.
+    pub fn take_ahead(&mut self, shared: Arc<super::ahead::Shared>) {
+        self.ahead = Some(shared);
+    }
+
+    /// The units decoded since the last call, with what their decoding
+    /// did; here their tables keep only the file names (later units may
+    /// name their files).
+    pub fn take_finished(&mut self) -> Vec<(usize, Ready)> {
+        self.fresh.clear();
+        let mut out = Vec::new();
+        for t in std::mem::take(&mut self.finished) {
+            let ui = t.unit as usize;
+            let u = &mut self.units[ui];
+            let Some(mut d) = u.decoded.take() else { continue };
+            d.lines.pack();
+            u.decoded = Some(Box::new(Decoded { lines: d.lines.file_names(), funcs: Vec::new(), vars: Vec::new(), lookup: None }));
+            out.push((ui, Ready { offset: u.offset, decoded: d, func_span: u.func_span, trail: t }));
+        }
+        out
+    }
+
+    /// binutils' `comp_unit_maybe_decode_line_info` proper.
+    fn decode_unit(&mut self, ui: usize) -> bool {
+        if self.units[ui].stmt_list.is_none() {
+            return self.fail(ui);
         }
         let Some(lines) = self.decode_lines(ui) else {
-            self.units[ui].error = true;
-            return false;
+            return self.fail(ui);
         };
         self.fresh.push(ui as u32);
         let seqs = lines.seq_ranges.clone();
@@ -682,10 +810,7 @@ impl Dwarf {
                         d.vars = vars;
                     }
                 }
-                None => {
-                    self.units[ui].error = true;
-                    return false;
-                }
+                None => return self.fail(ui),
             }
         }
         true
@@ -718,6 +843,14 @@ impl Dwarf {
     /// The unit holding a `.debug_info` offset, reading further units until
     /// it is found (binutils' `find_abstract_instance` for DW_FORM_ref_addr).
     fn unit_containing(&mut self, global: u64) -> Option<usize> {
+        let found = self.read_unit_containing(global)?;
+        if let Some(t) = self.recording.as_mut().and_then(|r| r.last_mut()) {
+            t.parsed = t.parsed.max(found as u32 + 1);
+        }
+        Some(found)
+    }
+
+    fn read_unit_containing(&mut self, global: u64) -> Option<usize> {
         if let Some(i) = self.units.partition_point(|u| u.offset as u64 <= global).checked_sub(1)
             && global < self.units[i].end as u64 {
                 return Some(i);

@@ -520,6 +520,18 @@ impl LineTable {
         self.rows = Vec::new();
     }
 
+    /// The table's file names only (what references from other units can
+    /// ask for).
+    pub fn file_names(&self) -> LineTable {
+        LineTable {
+            use_dir_and_file_0: self.use_dir_and_file_0,
+            comp_dir: self.comp_dir.clone(),
+            dirs: self.dirs.clone(),
+            files: self.files.clone(),
+            ..Default::default()
+        }
+    }
+
     /// Packs the table for lookups (see [`LineTable::freeze`]; no-op if
     /// done): a unit's rows take a third of the memory then.
     pub fn pack(&mut self) {

@@ -7,6 +7,7 @@
 //! sticks (see [`Session::query`]). One session per DSO, like perf's one
 //! process per DSO.
 
+pub mod ahead;
 pub mod bfd;
 pub mod dwarf;
 pub mod lines;
@@ -81,6 +82,18 @@ impl Session {
         let le = elf.little_endian;
         let dwarf = load_sections(&elf).map(|s| Dwarf::new(s, le));
         Session { bfd: BfdFile::new(elf), dwarf, cache: FastMap::default() }
+    }
+
+    /// A session, and a decoder to run on another thread that decodes its
+    /// units ahead of need (see [`ahead`]).
+    pub fn with_decoder(elf: Elf) -> (Session, Option<ahead::Decoder>) {
+        let mut s = Session::new(elf);
+        let decoder = s.dwarf.as_mut().map(|d| {
+            let shared = Arc::new(ahead::Shared::default());
+            d.take_ahead(shared.clone());
+            ahead::Decoder::new(Dwarf::new(d.s.clone(), s.bfd.elf.little_endian), shared)
+        });
+        (s, decoder)
     }
 
     /// The state-independent part of `find_nearest_line` for `pc` in `sec`.
@@ -324,6 +337,67 @@ mod tests {
     }
 
     #[test]
+    fn units_decoded_ahead_answer_as_decoded_in_place() {
+        // The decoder runs ahead by different amounts, between queries in
+        // different orders; every answer is the plain session's.
+        for rel in ["cwork", "cppwork", "rustwork"] {
+            let bytes = fixture(&format!("tmp/pstitch-fixtures/bin/{rel}"));
+            let (lo, hi) = text_range(&session(bytes.clone()).unwrap());
+            let addrs: Vec<u64> = (lo..hi).step_by(5).collect();
+            // Also single addresses: units decoded only for the references
+            // of the one holding it must be decoded all the same.
+            let mut runs: Vec<(usize, usize, bool, Vec<u64>)> = [(0, 1, false), (1, 3, false), (2, 0, true), (1000, 0, false), (0, 7, true)]
+                .into_iter()
+                .map(|(a, e, r)| (a, e, r, addrs.clone()))
+                .collect();
+            for &a in addrs.iter().step_by(addrs.len() / 5 + 1) {
+                runs.push((1000, 0, false, vec![a]));
+            }
+            for (ahead, every, reverse, addrs) in runs {
+                let elf = Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap();
+                let (mut s, decoder) = Session::with_decoder(elf);
+                let mut decoder = decoder.expect("DWARF");
+                let mut plain = session(bytes.clone()).unwrap();
+                let step = |d: &mut ahead::Decoder, n: usize| {
+                    for _ in 0..n {
+                        if d.step() == ahead::Step::Done {
+                            break;
+                        }
+                    }
+                };
+                step(&mut decoder, ahead);
+                let order: Vec<u64> = if reverse { addrs.iter().rev().copied().collect() } else { addrs.clone() };
+                for (i, &a) in order.iter().enumerate() {
+                    assert_eq!(s.query(a), plain.query(a), "{rel} ahead {ahead} every {every} at {a:#x}");
+                    if every != 0 && i % every == 0 {
+                        step(&mut decoder, 1);
+                    }
+                }
+                let d = s.dwarf.as_ref().unwrap();
+                let p = plain.dwarf.as_ref().unwrap();
+                assert_eq!(d.units.len(), p.units.len());
+                for (a, b) in d.units.iter().zip(&p.units) {
+                    assert_eq!((a.lines_ready, a.error), (b.lines_ready, b.error));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_decoder_on_another_thread() {
+        let bytes = fixture("tmp/pstitch-fixtures/bin/rustwork");
+        let (lo, hi) = text_range(&session(bytes.clone()).unwrap());
+        let (mut s, decoder) = Session::with_decoder(Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap());
+        let mut decoder = decoder.expect("DWARF");
+        let worker = std::thread::spawn(move || while decoder.step() != ahead::Step::Done {});
+        let mut plain = session(bytes).unwrap();
+        for a in (lo..hi).step_by(3) {
+            assert_eq!(s.query(a), plain.query(a), "{a:#x}");
+        }
+        worker.join().unwrap();
+    }
+
+    #[test]
     fn answers_hold_after_the_pages_go() {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/cppwork");
         let mapped = crate::symbols::elf::map_file(&p).expect("maps");
@@ -371,10 +445,18 @@ mod tests {
                 }
             }
             for v in variants {
-                if let Some(mut s) = session(v) {
-                    for &a in &addrs {
-                        let _ = s.query(a);
+                let Some(mut s) = session(v.clone()) else { continue };
+                // The same with units decoded ahead (a decoder stops at
+                // the first unit it cannot decode).
+                let elf = Elf::parse(Arc::new(FileBytes::Owned(v))).unwrap();
+                let (mut t, decoder) = Session::with_decoder(elf);
+                if let Some(mut d) = decoder {
+                    for _ in 0..3 {
+                        d.step();
                     }
+                }
+                for &a in &addrs {
+                    assert_eq!(s.query(a), t.query(a), "{rel} at {a:#x}");
                 }
             }
         }
