@@ -22,8 +22,8 @@
 //! side learns of it at its next batch and stops too.
 
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -137,10 +137,61 @@ const BATCH_JOBS: usize = 16 * 1024;
 const WRITE_AT: usize = 1 << 20;
 /// Batches in flight between the formatter and the copier.
 const IN_FLIGHT: usize = 4;
-/// Batches the reading side may be ahead of the formatter: it goes on
-/// while the formatter waits for a large library's symbols. (With inline
-/// frames the formatter is the slower side anyway: [`IN_FLIGHT`].)
+/// Batches the reading side may be ahead of the formatter while the
+/// formatter waits for the loader (a large library's symbols take tens of
+/// milliseconds): the reading goes on meanwhile.
 const AHEAD: usize = 32;
+/// Batches the reading side may be ahead otherwise: batches queued are
+/// memory held (about 1 MB each), and a formatter that is the slower side
+/// gains nothing from more.
+const KEEP_AHEAD: usize = 4;
+
+/// Holds the reading side back to [`KEEP_AHEAD`] batches unless the
+/// formatter is waiting for the loader.
+#[derive(Default)]
+struct Throttle {
+    queued: AtomicUsize,
+    /// The formatter waits for the loader.
+    stalled: AtomicBool,
+    lock: Mutex<()>,
+    changed: Condvar,
+}
+
+impl Throttle {
+    /// A batch was sent: waits while too many are queued.
+    fn sent(&self, failed: &AtomicBool) {
+        if self.queued.fetch_add(1, Ordering::AcqRel) < KEEP_AHEAD {
+            return;
+        }
+        let Ok(mut g) = self.lock.lock() else { return };
+        // Timed waits: a formatter that stopped sets `failed`.
+        while self.queued.load(Ordering::Acquire) > KEEP_AHEAD && !self.stalled.load(Ordering::Acquire) && !failed.load(Ordering::Relaxed) {
+            g = match self.changed.wait_timeout(g, std::time::Duration::from_millis(2)) {
+                Ok((g, _)) => g,
+                Err(_) => return,
+            };
+        }
+    }
+
+    /// The formatter took a batch.
+    fn taken(&self) {
+        if self.queued.fetch_sub(1, Ordering::AcqRel) == KEEP_AHEAD + 1 {
+            self.wake();
+        }
+    }
+
+    fn stall(&self, stalled: bool) {
+        self.stalled.store(stalled, Ordering::Release);
+        if stalled {
+            self.wake();
+        }
+    }
+
+    fn wake(&self) {
+        let _g = self.lock.lock();
+        self.changed.notify_all();
+    }
+}
 
 /// The reading side's end.
 pub struct Output {
@@ -162,6 +213,7 @@ pub struct Output {
     requests: u64,
     /// Requests sent ahead of need ([`Output::prefetch`]), not yet used.
     prefetched: std::collections::HashMap<LoadRequest, u64>,
+    throttle: Arc<Throttle>,
 }
 
 /// CPU time the calling thread has used.
@@ -176,10 +228,11 @@ impl Output {
     /// Starts the loader, the formatter (with a symbolizer of its own made
     /// from `config` and `build_ids`) and the copier writing to `out`.
     pub fn start<W: Write + Send + 'static>(out: W, config: SymbolConfig, build_ids: Vec<(Vec<u8>, Vec<u8>)>) -> Output {
-        let ahead = if config.inline { IN_FLIGHT } else { AHEAD };
-        let (to_printer, from_reader) = sync_channel::<Msg>(ahead);
+        let (to_printer, from_reader) = sync_channel::<Msg>(AHEAD);
+        let throttle = Arc::new(Throttle::default());
+        let format_throttle = throttle.clone();
         let (to_copier, from_formatter) = sync_channel::<Msg>(IN_FLIGHT);
-        let (recycle, recycled) = sync_channel::<Batch>(ahead + IN_FLIGHT + 2);
+        let (recycle, recycled) = sync_channel::<Batch>(KEEP_AHEAD + IN_FLIGHT + 2);
         let failed = Arc::new(AtomicBool::new(false));
         let flag = failed.clone();
         let printer_cpu = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
@@ -205,7 +258,8 @@ impl Output {
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(config);
                 symbolizer.set_build_id_pairs(build_ids);
-                format_loop(FrameFormatter::new(symbolizer), from_reader, to_copier, from_loader, format_flag, &format_cpu[0])
+                let ends = Ends { from_reader, to_copier, from_loader, failed: format_flag, throttle: format_throttle };
+                format_loop(FrameFormatter::new(symbolizer), ends, &format_cpu[0])
             })
             .expect("spawning the formatter thread");
         let copier = std::thread::Builder::new()
@@ -225,6 +279,7 @@ impl Output {
             loader: Some(loader),
             requests: 0,
             prefetched: Default::default(),
+            throttle,
         }
     }
 
@@ -333,7 +388,9 @@ impl Output {
         std::mem::swap(text, &mut next.text);
         if let Some(tx) = &self.to_printer {
             // A printer that is gone has failed; `flush` reports it.
-            let _ = tx.send(Msg::Batch(next));
+            if tx.send(Msg::Batch(next)).is_ok() {
+                self.throttle.sent(&self.failed);
+            }
         }
     }
 
@@ -380,20 +437,24 @@ impl Job {
     }
 }
 
-fn format_loop(
-    mut formatter: FrameFormatter,
+/// What the formatter thread talks to.
+struct Ends {
     from_reader: Receiver<Msg>,
     to_copier: SyncSender<Msg>,
     from_loader: Receiver<(u64, ShippedDso)>,
     failed: Arc<AtomicBool>,
-    cpu: &AtomicU64,
-) {
+    throttle: Arc<Throttle>,
+}
+
+fn format_loop(mut formatter: FrameFormatter, ends: Ends, cpu: &AtomicU64) {
+    let Ends { from_reader, to_copier, from_loader, failed, throttle } = ends;
     let mut slots: [Option<Map>; MAP_SLOTS] = [None; MAP_SLOTS];
     // Answers to requests made ahead of need, by request number.
     let mut early: std::collections::HashMap<u64, ShippedDso> = Default::default();
     while let Ok(msg) = from_reader.recv() {
         match msg {
             Msg::Batch(mut batch) => {
+                throttle.taken();
                 // After a write error only the DSO table is still looked after.
                 let stopped = failed.load(Ordering::Relaxed);
                 let mut others = batch.others.drain(..);
@@ -420,7 +481,10 @@ fn format_loop(
                             // Without an answer (the loader failed) the
                             // formatter loads the DSO itself when it needs it.
                             Some(Other::Loading(dso, serial)) => {
-                                if let Some(shipped) = answer(&mut early, &from_loader, serial) {
+                                throttle.stall(true);
+                                let shipped = answer(&mut early, &from_loader, serial);
+                                throttle.stall(false);
+                                if let Some(shipped) = shipped {
                                     formatter.install(dso, shipped);
                                 }
                             }
@@ -600,6 +664,43 @@ fn write<W: Write>(out: &mut W, buf: &mut Vec<u8>, error: &mut Option<std::io::E
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_reading_side_runs_far_ahead_only_while_the_formatter_waits_for_the_loader() {
+        use std::time::Duration;
+        let t = Arc::new(Throttle::default());
+        let failed = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicUsize::new(0));
+        let (t2, f2, d2) = (t.clone(), failed.clone(), done.clone());
+        let reader = std::thread::spawn(move || {
+            for _ in 0..KEEP_AHEAD + 10 {
+                t2.sent(&f2);
+                d2.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let settle = |n: usize| {
+            for _ in 0..500 {
+                if done.load(Ordering::SeqCst) == n {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(done.load(Ordering::SeqCst), n);
+        };
+        // KEEP_AHEAD batches go; the next one waits for the formatter.
+        settle(KEEP_AHEAD);
+        t.taken();
+        settle(KEEP_AHEAD + 1);
+        // The formatter waits for the loader: the reader goes on.
+        t.stall(true);
+        settle(KEEP_AHEAD + 10);
+        reader.join().unwrap();
+        t.stall(false);
+        // A formatter that stopped does not hold the reader.
+        failed.store(true, Ordering::SeqCst);
+        t.sent(&failed);
+    }
+
     use super::*;
     use crate::script::callchain::FrameJob;
     use crate::script::fields::IpOpts;
