@@ -134,6 +134,17 @@ pub struct SymTab {
     starts: Vec<u64>,
     /// The string tables of [`RawName::Strtab`] names.
     strtabs: Vec<SectionBytes>,
+    /// Same-address aliases whose choice waits for a lookup, by the member
+    /// standing for them in `order` (see [`SymTab::fixup_duplicate`]).
+    pending: FastMap<NodeId, Aliases>,
+    /// Erasures of alias choices made late: where they go in `log`, in
+    /// the order they would have been made (see [`SymTab::materialize`]).
+    unlogged: Vec<(usize, u64, Vec<u32>)>,
+    /// Alias groups put off so far (their order among equal log positions).
+    put_off: u64,
+    /// Tests: choose between aliases at once, as perf does.
+    #[cfg(test)]
+    eager_aliases: bool,
     /// Names shown so far, other than plain owned ones.
     shown: FastMap<NodeId, Arc<str>>,
     /// [`SymTab::shape`]s so far: the alias choice compares a symbol
@@ -142,6 +153,17 @@ pub struct SymTab {
 }
 
 const ERASED: u32 = 1 << 31;
+
+/// Symbols at one address with one end, the alias choice between them put
+/// off (see [`SymTab::fixup_duplicate`]).
+#[derive(Debug, Clone)]
+struct Aliases {
+    /// In perf's tree order (the first stands for them in `order`).
+    members: Vec<NodeId>,
+    /// Where in `log` the erasures go.
+    at: usize,
+    seq: u64,
+}
 
 impl SymTab {
     pub fn is_empty(&self) -> bool {
@@ -228,6 +250,7 @@ impl SymTab {
     /// (start, end, name) of every symbol in address order.
     pub fn listing(&mut self) -> Vec<(u64, u64, Arc<str>)> {
         self.sync();
+        self.choose_all();
         let order = self.order.clone();
         order.into_iter().map(|id| (self.syms[id as usize].start, self.syms[id as usize].end, self.name(id))).collect()
     }
@@ -296,27 +319,34 @@ impl SymTab {
     /// Symbols in address order (equal addresses in insertion order).
     pub fn iter(&mut self) -> impl Iterator<Item = &Sym> + '_ {
         self.sync();
+        self.choose_all();
         self.order.iter().map(|&id| &self.syms[id as usize])
     }
 
     /// [`SymTab::iter`] with each symbol's name in the object file.
     pub fn iter_raw(&mut self) -> impl Iterator<Item = (&Sym, &[u8])> + '_ {
         self.sync();
+        self.choose_all();
         self.order.iter().map(|&id| (&self.syms[id as usize], self.raw(&self.syms[id as usize])))
     }
 
     pub fn first(&mut self) -> Option<&Sym> {
         self.sync();
+        self.choose_all();
         self.order.first().map(|&id| &self.syms[id as usize])
     }
 
     pub fn last(&mut self) -> Option<&Sym> {
         self.sync();
+        self.choose_all();
         self.order.last().map(|&id| &self.syms[id as usize])
     }
 
     /// The symbol `id` (its start must not change: it is the tree's key).
     pub fn get_mut(&mut self, id: NodeId) -> &mut Sym {
+        if self.pending.contains_key(&id) {
+            self.choose_all();
+        }
         self.overlaps = None;
         self.shown.remove(&id);
         self.shapes.remove(&id);
@@ -326,11 +356,13 @@ impl SymTab {
     /// The node of the first symbol (in address order) matching `f`.
     pub fn position(&mut self, mut f: impl FnMut(&Sym) -> bool) -> Option<NodeId> {
         self.sync();
+        self.choose_all();
         self.order.iter().copied().find(|&id| f(&self.syms[id as usize]))
     }
 
     pub fn remove(&mut self, id: NodeId) {
         self.sync();
+        self.choose_all();
         if let Some(i) = self.order.iter().position(|&x| x == id) {
             self.order.remove(i);
             self.erased(id);
@@ -395,31 +427,127 @@ impl SymTab {
         self.sync();
         let order = std::mem::take(&mut self.order);
         let mut kept = Vec::with_capacity(order.len());
-        let mut it = order.iter().copied();
-        let Some(mut curr) = it.next() else { return };
-        for next in it {
-            if self.syms[curr as usize].start != self.syms[next as usize].start {
-                kept.push(curr);
-                curr = next;
+        let mut i = 0;
+        while i < order.len() {
+            let start = self.syms[order[i] as usize].start;
+            let mut j = i + 1;
+            while j < order.len() && self.syms[order[j] as usize].start == start {
+                j += 1;
+            }
+            if j == i + 1 {
+                kept.push(order[i]);
+                i = j;
                 continue;
             }
+            // A group put off before and joined by new symbols: its choice
+            // first (perf made it in the pass that read the group).
+            let mut run: Vec<NodeId> = order[i..j].to_vec();
+            if self.pending.contains_key(&run[0]) {
+                run[0] = self.choose_now(run[0]);
+            }
+            // Aliases with one end (and a size) leave the same symbol at the
+            // address whichever wins: what perf's tree finds there, and
+            // whether symbols overlap, does not depend on the choice, which
+            // demangles both names of most pairs. So it waits until a
+            // lookup lands there (or perf's tree is needed). Erasures keep
+            // their place in the log.
+            let end = self.syms[run[0] as usize].end;
+            if !self.eager_aliases() && end != start && run.iter().all(|&id| self.syms[id as usize].end == end) {
+                self.put_off += 1;
+                self.pending.insert(run[0], Aliases { members: run.clone(), at: self.log.len(), seq: self.put_off });
+                kept.push(run[0]);
+                i = j;
+                continue;
+            }
+            let mut erased = Vec::new();
+            let survivor = self.fold_aliases(&run, &mut erased);
+            for id in erased {
+                self.erased(id);
+            }
+            kept.push(survivor);
+            i = j;
+        }
+        self.order = kept;
+    }
+
+    fn eager_aliases(&self) -> bool {
+        #[cfg(test)]
+        return self.eager_aliases;
+        #[cfg(not(test))]
+        false
+    }
+
+    /// perf's choice among `run` (symbols at one address, in tree order):
+    /// the survivor; the others go to `erased` in the order perf erases
+    /// them.
+    fn fold_aliases(&mut self, run: &[NodeId], erased: &mut Vec<NodeId>) -> NodeId {
+        let mut curr = run[0];
+        for &next in &run[1..] {
             let (c_ifunc, n_ifunc) = (self.syms[curr as usize].typ == STT_GNU_IFUNC, self.syms[next as usize].typ == STT_GNU_IFUNC);
             if self.choose_best(curr, next) {
                 if n_ifunc {
                     self.syms[curr as usize].ifunc_alias = true;
                 }
                 // Compare the same symbol with its new successor.
-                self.erased(next);
+                erased.push(next);
             } else {
                 if c_ifunc {
                     self.syms[next as usize].ifunc_alias = true;
                 }
-                self.erased(curr);
+                erased.push(curr);
                 curr = next;
             }
         }
-        kept.push(curr);
-        self.order = kept;
+        curr
+    }
+
+    /// Makes the alias choice put off for the group `rep` stands for: the
+    /// survivor, which the caller puts in `rep`'s place in `order`.
+    fn choose_now(&mut self, rep: NodeId) -> NodeId {
+        let Some(group) = self.pending.remove(&rep) else { return rep };
+        let mut erased = Vec::new();
+        let survivor = self.fold_aliases(&group.members, &mut erased);
+        for &id in &erased {
+            self.live[id as usize] = false;
+        }
+        self.unlogged.push((group.at, group.seq, erased.iter().map(|&id| id | ERASED).collect()));
+        survivor
+    }
+
+    /// Makes every choice put off, in `order` too.
+    fn choose_all(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.sync();
+        for i in 0..self.order.len() {
+            let id = self.order[i];
+            if self.pending.contains_key(&id) {
+                self.order[i] = self.choose_now(id);
+            }
+        }
+    }
+
+    /// The log as perf's insertions and erasures came: every choice made,
+    /// its erasures where they belong.
+    fn materialize(&mut self) {
+        self.choose_all();
+        if self.unlogged.is_empty() {
+            return;
+        }
+        let mut late = std::mem::take(&mut self.unlogged);
+        late.sort_by_key(|&(at, seq, _)| (at, seq));
+        debug_assert!(late[0].0 >= self.replayed);
+        let mut log = Vec::with_capacity(self.log.len() + late.iter().map(|l| l.2.len()).sum::<usize>());
+        let mut from = 0;
+        for (at, _, ids) in late {
+            let at = at.min(self.log.len());
+            log.extend_from_slice(&self.log[from..at]);
+            log.extend_from_slice(&ids);
+            from = at;
+        }
+        log.extend_from_slice(&self.log[from..]);
+        self.log = log;
     }
 
     /// perf's `symbols__find`: walk down from the root, left while the
@@ -441,7 +569,12 @@ impl SymTab {
         if overlaps && self.tangled[i] {
             return self.exact_find(ip);
         }
-        let id = self.order[i];
+        let mut id = self.order[i];
+        if self.pending.contains_key(&id) {
+            let survivor = self.choose_now(id);
+            self.order[i] = survivor;
+            id = survivor;
+        }
         matches(&self.syms[id as usize], ip).then_some(id)
     }
 
@@ -504,6 +637,7 @@ impl SymTab {
     }
 
     fn exact_find(&mut self, ip: u64) -> Option<NodeId> {
+        self.materialize();
         let tree = self.exact.get_or_insert_with(RbTree::default);
         for &op in &self.log[self.replayed..] {
             if op & ERASED != 0 {
@@ -737,6 +871,61 @@ mod tests {
     /// The binary search over the sorted order answers what perf's tree
     /// walk answers, on random tables with and without overlaps, through
     /// insertions, fixups and erasures.
+    #[test]
+    fn alias_choices_put_off_come_out_as_made_at_once() {
+        let mut rnd = crate::testing::rng(0x9e3779b97f4a7c15);
+        let mut put_off = 0;
+        for round in 0..200 {
+            let mut lazy = SymTab::default();
+            let mut eager = SymTab { eager_aliases: true, ..SymTab::default() };
+            let batch = |rnd: &mut dyn FnMut(u64) -> u64, tag: &str| -> Vec<Sym> {
+                (0..1 + rnd(80))
+                    .map(|i| {
+                        // Few addresses and ends: many aliases with one end.
+                        let start = rnd(40) * 16;
+                        let len = [0, 16, 16, 32][rnd(4) as usize];
+                        let name = format!("{}{tag}{i}{}", "_".repeat(rnd(3) as usize), "x".repeat(rnd(4) as usize));
+                        s(start, len, [STB_GLOBAL, STB_WEAK, STB_LOCAL][rnd(3) as usize], &name)
+                    })
+                    .collect()
+            };
+            let first = batch(&mut rnd, "a");
+            let second = batch(&mut rnd, "b");
+            for t in [&mut lazy, &mut eager] {
+                t.insert_all(first.clone());
+                t.fixup_end(false);
+                t.fixup_duplicate();
+            }
+            put_off += lazy.pending.len();
+            // Some lookups before the second table (a group joined by new
+            // symbols is decided in the second pass).
+            for _ in 0..rnd(10) {
+                let ip = rnd(700);
+                assert_eq!(lazy.find_id(ip), eager.find_id(ip), "round {round}");
+            }
+            if round % 2 == 0 {
+                for t in [&mut lazy, &mut eager] {
+                    t.insert_all(second.clone());
+                    t.fixup_end(false);
+                    t.fixup_duplicate();
+                }
+            }
+            let mut ips: Vec<u64> = (0..700).collect();
+            for i in (1..ips.len()).rev() {
+                ips.swap(i, rnd(i as u64 + 1) as usize);
+            }
+            for ip in ips {
+                assert_eq!(lazy.find_id(ip), eager.find_id(ip), "round {round}, ip {ip}");
+            }
+            for ip in 0..700 {
+                assert_eq!(lazy.exact_find(ip), eager.exact_find(ip), "round {round}, ip {ip}");
+            }
+            assert_eq!(lazy.log, eager.log, "round {round}");
+            assert_eq!(lazy.listing(), eager.listing(), "round {round}");
+        }
+        assert!(put_off > 500, "{put_off}");
+    }
+
     #[test]
     fn lookups_match_perfs_tree_walk() {
         let mut rnd = crate::testing::rng(0x2545f4914f6cdd1d);
