@@ -193,6 +193,15 @@ impl Throttle {
     }
 }
 
+/// Lets the reader go for good when the formatter thread ends.
+struct Gone(Arc<Throttle>);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.stall(true);
+    }
+}
+
 /// The reading side's end.
 pub struct Output {
     batch: Batch,
@@ -256,6 +265,9 @@ impl Output {
             // main thread's 8 MiB, not a spawned thread's 2 MiB default.
             .stack_size(8 << 20)
             .spawn(move || {
+                // However the formatter ends (a panic too), the reader must
+                // not wait for it to take batches.
+                let _gone = Gone(format_throttle.clone());
                 let mut symbolizer = Symbolizer::new(config);
                 symbolizer.set_build_id_pairs(build_ids);
                 let ends = Ends { from_reader, to_copier, from_loader, failed: format_flag, throttle: format_throttle };
@@ -699,6 +711,18 @@ mod tests {
         // A formatter that stopped does not hold the reader.
         failed.store(true, Ordering::SeqCst);
         t.sent(&failed);
+        failed.store(false, Ordering::SeqCst);
+        // Nor one whose thread ended (a panic included).
+        t.stall(false);
+        let t3 = t.clone();
+        let _ = std::thread::spawn(move || {
+            let _gone = Gone(t3);
+            panic!("formatter panics");
+        })
+        .join();
+        for _ in 0..3 {
+            t.sent(&failed);
+        }
     }
 
     use super::*;
