@@ -8,6 +8,11 @@ pub fn demangle(name: &str) -> Option<String> {
         let s = format!("{d:#}");
         return (!s.is_empty()).then_some(s);
     }
+    demangle_not_rust(name)
+}
+
+/// [`demangle`] for a name that is not Rust's.
+fn demangle_not_rust(name: &str) -> Option<String> {
     if let Some(s) = cxx(name) {
         return Some(s);
     }
@@ -65,7 +70,7 @@ pub fn demangled_shape(name: &str) -> Option<Shape> {
         let _ = std::fmt::Write::write_fmt(&mut shape, format_args!("{d:#}"));
         return (shape.len > 0).then_some(shape);
     }
-    demangle(name).map(|s| Shape::of(&s))
+    demangle_not_rust(name).map(|s| Shape::of(&s))
 }
 
 /// `abi::__cxa_demangle(name)`, which perf calls for everything that is
