@@ -868,9 +868,9 @@ mod tests {
         assert_eq!(v[3], ("n\t[mod2]".to_string(), 0x6000, 0x7000));
     }
 
-    /// The binary search over the sorted order answers what perf's tree
-    /// walk answers, on random tables with and without overlaps, through
-    /// insertions, fixups and erasures.
+    /// Alias choices put off until a lookup (or perf's tree) needs them
+    /// leave what choosing at once leaves: lookups, the tree walk, the log
+    /// and the listing.
     #[test]
     fn alias_choices_put_off_come_out_as_made_at_once() {
         let mut rnd = crate::testing::rng(0x9e3779b97f4a7c15);
@@ -926,6 +926,9 @@ mod tests {
         assert!(put_off > 500, "{put_off}");
     }
 
+    /// The binary search over the sorted order answers what perf's tree
+    /// walk answers, on random tables with and without overlaps, through
+    /// insertions, fixups and erasures.
     #[test]
     fn lookups_match_perfs_tree_walk() {
         let mut rnd = crate::testing::rng(0x2545f4914f6cdd1d);
