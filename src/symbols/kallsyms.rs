@@ -188,7 +188,7 @@ pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms>
     let mut kept = Vec::new();
     for (s, name) in t.iter_raw() {
         let mut s = s.clone();
-        if let Some(tab) = name.iter().position(|&b| b == b'\t') {
+        if let Some(tab) = find_byte(name, b'\t') {
             s.set_name(crate::symbols::symtab::shared_str(&name[..tab]));
             modules.entry(String::from_utf8_lossy(&name[tab + 1..]).into_owned()).or_default().push(s);
             continue;

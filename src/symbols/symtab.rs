@@ -270,6 +270,9 @@ impl SymTab {
     /// Inserts symbols one after the other, in the order given.
     pub fn insert_all(&mut self, new: Vec<Sym>) {
         self.syms.reserve(new.len());
+        self.live.reserve(new.len());
+        self.log.reserve(new.len());
+        self.unsorted.reserve(new.len());
         for s in new {
             self.insert(s);
         }
@@ -290,7 +293,11 @@ impl SymTab {
         // Insertions come in id order, so a stable sort by start is the
         // sort by (start, id).
         debug_assert!(pairs.windows(2).all(|w| w[0].1 < w[1].1));
-        radix_sort_by_start(&mut pairs);
+        // Tables often come in address order (kallsyms, a table rebuilt
+        // from another): a pass tells, and the sort is not needed.
+        if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
+            radix_sort_by_start(&mut pairs);
+        }
         new.clear();
         new.extend(pairs.iter().map(|&(_, id)| id));
         if self.order.last().is_none_or(|l| key(l) < key(&new[0])) {
@@ -383,27 +390,25 @@ impl SymTab {
         self.sync();
         self.overlaps = None;
         let Some(&last) = self.order.last() else { return };
-        // The module part of each kallsyms name ("name\t[module]").
-        let modules: Vec<Option<Box<[u8]>>> = match is_kallsyms {
-            true => self
-                .order
-                .iter()
-                .map(|&id| {
-                    let raw = self.raw(&self.syms[id as usize]);
-                    raw.iter().position(|&b| b == b'[').map(|p| raw[p..].into())
-                })
-                .collect(),
-            false => Vec::new(),
-        };
+        // The module part of a kallsyms name ("name\t[module]").
+        fn module(t: &SymTab, id: NodeId) -> Option<&[u8]> {
+            let raw = t.raw(&t.syms[id as usize]);
+            crate::perf_data::bytes::find_byte(raw, b'[').map(|p| &raw[p..])
+        }
+        // The new ends first, the table only read: each symbol's end
+        // depends on its own and its successor's start.
+        let mut ends = Vec::new();
+        let mut curr_mod = is_kallsyms.then(|| module(self, self.order[0])).flatten();
         for i in 1..self.order.len() {
             let (p, c) = (self.order[i - 1], self.order[i]);
+            let prev_mod = curr_mod;
+            curr_mod = is_kallsyms.then(|| module(self, c)).flatten();
             let (prev, curr_start) = (&self.syms[p as usize], self.syms[c as usize].start);
             if prev.end != prev.start {
                 continue;
             }
             let end = if is_kallsyms {
-                let (prev_mod, curr_mod) = (modules[i - 1].as_deref(), modules[i].as_deref());
-                let prev_end = self.syms[p as usize].end;
+                let prev_end = prev.end;
                 match (prev_mod, curr_mod) {
                     (None, Some(_)) | (Some(_), None) => roundup_page(prev_end.wrapping_add(4096)),
                     (Some(a), Some(b)) if a != b => roundup_page(prev_end.wrapping_add(4096)),
@@ -412,6 +417,9 @@ impl SymTab {
             } else {
                 curr_start
             };
+            ends.push((p, end));
+        }
+        for (p, end) in ends {
             self.syms[p as usize].end = end;
         }
         let l = &mut self.syms[last as usize];
