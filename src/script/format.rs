@@ -118,7 +118,7 @@ fn itoa_buf() -> [u8; 20] {
 }
 
 /// "00" to "99".
-const PAIRS: [[u8; 2]; 100] = {
+pub(super) const PAIRS: [[u8; 2]; 100] = {
     let mut p = [[0; 2]; 100];
     let mut i = 0;
     while i < 100 {
@@ -129,7 +129,7 @@ const PAIRS: [[u8; 2]; 100] = {
 };
 
 /// Two digits at a time: sample lines print four or five numbers each.
-fn fmt_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
+pub(super) fn fmt_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
     let mut i = buf.len();
     while v >= 100 {
         i -= 2;

@@ -11,6 +11,7 @@
 
 mod callchain;
 mod events;
+mod heads;
 mod output;
 mod prefetch;
 pub use output::thread_cpu;
@@ -127,6 +128,7 @@ pub struct Script {
     checked: [bool; fields::NR_TYPES],
     ip_opts: [IpOpts; fields::NR_TYPES],
     name_width: Option<usize>,
+    heads: heads::Heads,
     stitcher: Stitcher,
     merged: Vec<u64>,
     endian: crate::perf_data::bytes::Endian,
@@ -160,6 +162,7 @@ impl Script {
             checked: [false; fields::NR_TYPES],
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
+            heads: heads::Heads::default(),
             stitcher: Stitcher::default(),
             merged: Vec::new(),
             endian: crate::perf_data::bytes::Endian::NATIVE,
@@ -308,15 +311,19 @@ impl Script {
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
         self.print_start(fields, &comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
 
-        if fields & f::PERIOD != 0 {
-            format::uint(&mut self.buf, s.period, 10);
-            self.buf.push(b' ');
-        }
-        if fields & f::EVNAME != 0 {
-            let width = self.name_width(evlist);
-            let name = self.event_name(ev);
-            format::pad_left(&mut self.buf, name.as_bytes(), width);
-            self.buf.extend_from_slice(b": ");
+        if fields & (f::PERIOD | f::EVNAME) != 0 && !self.heads.tail(&mut self.buf, fields, s.period, evsel) {
+            let from = self.buf.len();
+            if fields & f::PERIOD != 0 {
+                format::uint(&mut self.buf, s.period, 10);
+                self.buf.push(b' ');
+            }
+            if fields & f::EVNAME != 0 {
+                let width = self.name_width(evlist);
+                let name = self.event_name(ev);
+                format::pad_left(&mut self.buf, name.as_bytes(), width);
+                self.buf.extend_from_slice(b": ");
+            }
+            self.heads.keep_tail(fields, s.period, evsel, &self.buf[from..]);
         }
         if fields & f::TRACE != 0
             && let Some(raw) = s.raw {
@@ -465,37 +472,7 @@ impl Script {
     #[allow(clippy::too_many_arguments)]
     fn print_start(&mut self, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
         let out = &mut self.buf;
-        if fields & f::COMM != 0 {
-            if comm_unpadded {
-                out.extend_from_slice(comm.as_bytes());
-            } else {
-                format::pad_left(out, comm.as_bytes(), 16);
-            }
-            out.push(b' ');
-        }
-        let (show_pid, show_tid) = (fields & f::PID != 0, fields & f::TID != 0);
-        if show_pid && show_tid {
-            format::int(out, pid as i64, 7, false);
-            out.push(b'/');
-            format::int(out, tid as i64, 7, true);
-            out.push(b' ');
-        } else if show_pid {
-            format::int(out, pid as i64, 7, false);
-            out.push(b' ');
-        } else if show_tid {
-            format::int(out, tid as i64, 7, false);
-            out.push(b' ');
-        }
-        if fields & f::CPU != 0 {
-            out.push(b'[');
-            let cpu = cpu as i32 as i64;
-            if cpu < 0 {
-                format::int(out, cpu, 3, false);
-            } else {
-                format::uint_zero(out, cpu as u64, 3);
-            }
-            out.extend_from_slice(b"] ");
-        }
+        self.heads.head(out, fields, comm, pid, tid, cpu, comm_unpadded);
         if fields & f::MISC != 0 {
             let mut n = 0;
             let mode = misc & crate::perf_data::record::misc::CPUMODE_MASK;
@@ -522,21 +499,14 @@ impl Script {
             }
         }
         if fields & f::TIME != 0 {
-            let secs = time / 1_000_000_000;
-            let nsecs = time % 1_000_000_000;
             if self.opts.nanosecs {
-                format::uint(out, secs, 5);
+                format::uint(out, time / 1_000_000_000, 5);
                 out.push(b'.');
-                format::uint_zero(out, nsecs, 9);
+                format::uint_zero(out, time % 1_000_000_000, 9);
+                out.extend_from_slice(b": ");
             } else {
-                // "secs.usecs", right-aligned in 12 columns.
-                let len = secs.checked_ilog10().unwrap_or(0) as usize + 1 + 7;
-                out.extend(std::iter::repeat_n(b' ', 12usize.saturating_sub(len)));
-                format::uint(out, secs, 0);
-                out.push(b'.');
-                format::uint_zero(out, nsecs / 1000, 6);
+                heads::time_usecs(out, time);
             }
-            out.extend_from_slice(b": ");
         }
     }
 
