@@ -4,11 +4,21 @@
 //! `None` means "print the name as it is".
 
 pub fn demangle(name: &str) -> Option<String> {
-    if let Ok(d) = rustc_demangle::try_demangle(name) {
+    if let Some(d) = rust(name) {
         let s = format!("{d:#}");
         return (!s.is_empty()).then_some(s);
     }
     demangle_not_rust(name)
+}
+
+/// `rustc_demangle::try_demangle`, without trying where it must fail: it
+/// takes a legacy name (`_ZN...E`) only when nothing follows the `E` but a
+/// `.` suffix, and a v0 name only when it starts with `_R`, `R` or `__R`.
+/// Most C++ names (`_ZN4llvm3fooEv`) are told apart without being parsed.
+fn rust(name: &str) -> Option<rustc_demangle::Demangle<'_>> {
+    let b = name.as_bytes();
+    let may = b.ends_with(b"E") || b.starts_with(b"_R") || b.starts_with(b"R") || b.starts_with(b"__R") || b.contains(&b'.');
+    may.then(|| rustc_demangle::try_demangle(name).ok()).flatten()
 }
 
 /// [`demangle`] for a name that is not Rust's.
@@ -65,7 +75,7 @@ impl std::fmt::Write for Shape {
 /// [`Shape::of`] the [`demangle`]d name, without making it when the
 /// demangler can stream it (Rust names).
 pub fn demangled_shape(name: &str) -> Option<Shape> {
-    if let Ok(d) = rustc_demangle::try_demangle(name) {
+    if let Some(d) = rust(name) {
         let mut shape = Shape::default();
         let _ = std::fmt::Write::write_fmt(&mut shape, format_args!("{d:#}"));
         return (shape.len > 0).then_some(shape);
@@ -334,5 +344,31 @@ mod tests {
     fn ocaml_and_java() {
         assert_eq!(demangle("camlStdlib__list__map_123").as_deref(), Some("Stdlib.list.map"));
         assert_eq!(demangle("Ljava/lang/Object;equals(Ljava/lang/Object;)Z").as_deref(), Some("java.lang.Object.equals(java.lang.Object)"));
+    }
+
+    /// The shortcut past rustc_demangle never skips a name it takes: the
+    /// symbols of the fixture programs and libraries, and random names
+    /// built from the pieces its two grammars turn on.
+    #[test]
+    fn rust_names_are_tried_whenever_rustc_demangle_takes_them() {
+        let same = |name: &str| assert_eq!(rust(name).is_some(), rustc_demangle::try_demangle(name).is_ok(), "{name:?}");
+        let symfs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs");
+        let mut files = 0;
+        for f in ["tmp/pstitch-fixtures/bin/rustwork", "tmp/pstitch-fixtures/bin/cppwork", "usr/lib/x86_64-linux-gnu/libc.so.6"] {
+            let data = std::fs::read(symfs.join(f)).expect("fixture");
+            let file = object::File::parse(&*data).expect("ELF");
+            use object::{Object, ObjectSymbol};
+            for sym in file.symbols().chain(file.dynamic_symbols()) {
+                same(sym.name().unwrap_or(""));
+            }
+            files += 1;
+        }
+        assert_eq!(files, 3);
+        let pieces = ["_ZN", "ZN", "__ZN", "_R", "R", "__R", "3foo", "1a", "17h0123456789abcdef", "E", "Ev", ".llvm.A1", ".llvm.x", ".cold", ".", "I", "Nv", "C", "s_", "$LT$", "u"];
+        let mut rnd = crate::testing::rng(0x6a09_e667_f3bc_c908);
+        for _ in 0..50_000 {
+            let name: String = (0..1 + rnd(6)).map(|_| pieces[rnd(pieces.len() as u64) as usize]).collect();
+            same(&name);
+        }
     }
 }

@@ -11,6 +11,16 @@ use super::elf::{STB_GLOBAL, STB_WEAK, STT_GNU_IFUNC, STT_NOTYPE, SectionBytes, 
 use crate::fasthash::FastMap;
 use super::rbtree::{NodeId, RbTree};
 
+/// `bytes` as text, invalid UTF-8 replaced. `from_utf8_lossy` alone walks
+/// every name a byte at a time; valid text (nearly every name) is checked a
+/// word at a time first.
+pub fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.into(),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// `bytes` as a shared string (invalid UTF-8 replaced, as perf's bytes
 /// would print through a UTF-8 terminal).
 pub fn shared_str(bytes: &[u8]) -> Arc<str> {
@@ -217,7 +227,7 @@ impl SymTab {
         if let Some(n) = self.shown.get(&id) {
             return n.clone();
         }
-        let raw = String::from_utf8_lossy(self.raw(s));
+        let raw = text(self.raw(s));
         let shown: Arc<str> = match s.form {
             NameForm::AsIs => raw.into(),
             NameForm::Demangled => demangle(&raw).map_or_else(|| raw.into(), Into::into),
@@ -236,7 +246,7 @@ impl SymTab {
         let shape = if let Some(n) = s.plain_name().or_else(|| self.shown.get(&id)) {
             Shape::of(n)
         } else {
-            let raw = String::from_utf8_lossy(self.raw(s));
+            let raw = text(self.raw(s));
             match s.form {
                 NameForm::AsIs => Shape::of(&raw),
                 NameForm::Demangled => demangled_shape(&raw).unwrap_or_else(|| Shape::of(&raw)),
