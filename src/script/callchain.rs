@@ -377,20 +377,53 @@ pub struct FrameFormatter {
     text: Vec<u8>,
 }
 
-/// Where the copier finds the text of a line.
+/// Where the copier finds the text of a line: in its store, at an offset
+/// below 2^31; or next in the batch's new texts, to be stored or not.
+/// Four bytes, one per callchain line: the formatter writes them and the
+/// copier on another core reads them, so their cache lines change hands
+/// once per batch, and the fewer the better.
+///
+/// ```text
+///   0 | offset (31 bits)          kept: the store at `offset`
+///   1 | 0 ... 0 | keep (1 bit)    new: next in the batch
+/// ```
+///
+/// A text, stored or new, is its length (4 bytes) and its [`encode`]d
+/// lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameText {
-    /// In its store.
-    Kept(Text),
-    /// Next in the batch's new texts, this long; to be stored or not.
-    New(u32, bool),
-}
+pub struct FrameText(u32);
+
+const NEW: u32 = 1 << 31;
 
 impl FrameText {
+    fn stored(off: Text) -> FrameText {
+        debug_assert!(off < NEW);
+        FrameText(off)
+    }
+
+    fn new(keep: bool) -> FrameText {
+        FrameText(NEW | u32::from(keep))
+    }
+
+    /// The offset of a stored text.
+    fn offset(self) -> Option<Text> {
+        (self.0 & NEW == 0).then_some(self.0)
+    }
+
     /// Whether the copier has (or keeps) this text, so that the same line
     /// again is the same text.
     pub fn kept(self) -> bool {
-        matches!(self, FrameText::Kept(_) | FrameText::New(_, true))
+        self.0 & NEW == 0 || self.0 & 1 != 0
+    }
+
+    /// Next in the batch's new texts.
+    pub fn is_new(self) -> bool {
+        self.0 & NEW != 0
+    }
+
+    /// A new text, to be stored.
+    fn keeps(self) -> bool {
+        self.0 == NEW | 1
     }
 }
 
@@ -402,8 +435,8 @@ pub struct FrameCopier {
     texts: Vec<u8>,
 }
 
-/// Where a kept text is in [`FrameCopier::texts`]: offset and length.
-pub type Text = (u32, u32);
+/// Where a kept text is in [`FrameCopier::texts`].
+pub type Text = u32;
 
 /// The formatter lets the object files' pages go each time this power of
 /// two of kept text bytes is crossed (see `Symbolizer::release_pages`).
@@ -428,16 +461,16 @@ impl FrameCopier {
     }
 
     /// Appends the line(s) of a frame at `ip` to `out`; `new` has the
-    /// text when `at` says it is new.
+    /// text (its length first) when `at` says it is new.
     #[inline]
     pub fn print(&mut self, out: &mut Vec<u8>, ip: u64, show_ip: bool, style: LineStyle, at: FrameText, new: &[u8]) {
-        match at {
-            FrameText::Kept(t) => expand(out, kept(&self.texts, t), ip, show_ip, style),
-            FrameText::New(_, keep) => {
-                if keep {
+        match at.offset() {
+            Some(off) => expand(out, lines(self.texts.get(off as usize..).unwrap_or_default()), ip, show_ip, style),
+            None => {
+                if at.keeps() {
                     self.texts.extend_from_slice(new);
                 }
-                expand(out, new, ip, show_ip, style);
+                expand(out, lines(new), ip, show_ip, style);
             }
         }
     }
@@ -450,7 +483,7 @@ impl FrameFormatter {
             dsos: Dsos::default(),
             cache: Default::default(),
             kept_bytes: 0,
-            front: vec![(NO_KEY, (0, 0)); FRONT].into_boxed_slice(),
+            front: vec![(NO_KEY, 0); FRONT].into_boxed_slice(),
             text: Vec::new(),
         }
     }
@@ -473,7 +506,7 @@ impl FrameFormatter {
         if cacheable {
             let (k, t) = self.front[slot];
             if k == key {
-                return FrameText::Kept(t);
+                return FrameText::stored(t);
             }
         }
         self.format_slow(out, &FrameJob::from_code(code, ip, map.copied()), key, cacheable, slot)
@@ -483,30 +516,38 @@ impl FrameFormatter {
     fn format_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool, slot: usize) -> FrameText {
         if cacheable && let Some(&t) = self.cache.get(&key) {
             self.front[slot] = (key, t);
-            return FrameText::Kept(t);
+            return FrameText::stored(t);
         }
         let FrameJob { ip, map, opts, style, cookie } = *job;
         let mut text = std::mem::take(&mut self.text);
         text.clear();
         let stable = self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
         let start = out.len();
+        out.extend_from_slice(&[0; 4]);
         encode(out, &text);
-        let len = out.len() - start;
         self.text = text;
-        // Offsets are 32-bit: past 4 GiB of text, lines are made each time.
-        let place = (u32::try_from(self.kept_bytes), u32::try_from(len));
-        let (Ok(off), Ok(len)) = place else { return FrameText::New(len as u32, false) };
-        let keep = cacheable && stable;
+        // Texts larger than 4 GiB do not fit their length: an empty line
+        // then (nothing that large can be printed anyway).
+        let Ok(body) = u32::try_from(out.len() - start - 4) else {
+            out.truncate(start);
+            out.extend_from_slice(&[0; 4]);
+            return FrameText::new(false);
+        };
+        out[start..start + 4].copy_from_slice(&body.to_le_bytes());
+        let len = u64::from(body) + 4;
+        // Offsets are 31-bit: past 2 GiB of text, lines are made each time.
+        let off = self.kept_bytes;
+        let keep = cacheable && stable && off + len < u64::from(NEW);
         if keep {
-            // Every 8 MiB of new text (some 40,000 new frames).
-            if (self.kept_bytes ^ (self.kept_bytes + u64::from(len))) >> RELEASE_SHIFT != 0 {
+            // Every 2 MiB of new text (some 10,000 new frames).
+            if (self.kept_bytes ^ (self.kept_bytes + len)) >> RELEASE_SHIFT != 0 {
                 self.symbolizer.release_pages();
             }
-            self.kept_bytes += u64::from(len);
-            self.cache.insert(key, (off, len));
-            self.front[slot] = (key, (off, len));
+            self.kept_bytes += len;
+            self.cache.insert(key, off as Text);
+            self.front[slot] = (key, off as Text);
         }
-        FrameText::New(len, keep)
+        FrameText::new(keep)
     }
 
     /// Formats the lines of `ip` into `out`, each starting with [`LINE`];
@@ -652,8 +693,10 @@ fn encode(out: &mut Vec<u8>, text: &[u8]) {
     }
 }
 
-fn kept(texts: &[u8], (off, len): Text) -> &[u8] {
-    &texts[off as usize..][..len as usize]
+/// The encoded lines of the text (its length first) at the start of `at`.
+fn lines(at: &[u8]) -> &[u8] {
+    let Some((len, rest)) = at.split_first_chunk::<4>() else { return &[] };
+    rest.get(..u32::from_le_bytes(*len) as usize).unwrap_or_default()
 }
 
 /// Copies encoded frame text to `out`, each line after the address when
@@ -694,6 +737,29 @@ fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: Lin
 mod tests {
     use super::*;
     use crate::machine::{MapKind, Maps};
+
+    /// A place says what it was made to say, and a text's lines come back
+    /// from behind its length.
+    #[test]
+    fn frame_texts_pack_into_four_bytes() {
+        assert_eq!(std::mem::size_of::<FrameText>(), 4);
+        for off in [0, 1, 4096, NEW - 1] {
+            let t = FrameText::stored(off);
+            assert_eq!((t.offset(), t.kept(), t.is_new(), t.keeps()), (Some(off), true, false, false));
+        }
+        for keep in [false, true] {
+            let t = FrameText::new(keep);
+            assert_eq!((t.offset(), t.kept(), t.is_new(), t.keeps()), (None, keep, true, keep));
+        }
+        let mut body = Vec::new();
+        encode(&mut body, b"\0 main (x)\0 f (inlined)");
+        let mut text = (body.len() as u32).to_le_bytes().to_vec();
+        text.extend_from_slice(&body);
+        text.extend_from_slice(b"next");
+        assert_eq!(lines(&text), &body[..]);
+        assert_eq!(lines(&text[..6]), b"");
+        assert_eq!(lines(b"ab"), b"");
+    }
 
     /// Encoding finds the lines as splitting at LINE does.
     #[test]

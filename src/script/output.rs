@@ -651,14 +651,14 @@ fn answer<T>(early: &mut std::collections::HashMap<u64, T>, from_loader: &Receiv
 
 /// The text of a new line: the next `len` bytes of the batch's new texts.
 fn new_text<'a>(texts: &'a [u8], pos: &mut usize, place: FrameText) -> &'a [u8] {
-    match place {
-        FrameText::New(len, _) => {
-            let t = texts.get(*pos..*pos + len as usize).unwrap_or_default();
-            *pos += len as usize;
-            t
-        }
-        FrameText::Kept(_) => &[],
+    if !place.is_new() {
+        return &[];
     }
+    let rest = texts.get(*pos..).unwrap_or_default();
+    let len = rest.first_chunk::<4>().map_or(0, |l| 4 + u32::from_le_bytes(*l) as usize);
+    let t = rest.get(..len).unwrap_or(rest);
+    *pos += t.len();
+    t
 }
 
 fn write<W: Write>(out: &mut W, buf: &mut Vec<u8>, error: &mut Option<std::io::Error>, failed: &AtomicBool, flush: bool) {
