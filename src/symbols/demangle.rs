@@ -49,7 +49,7 @@ impl Shape {
     }
 
     #[inline]
-    fn add(&mut self, s: &str) {
+    pub(super) fn add(&mut self, s: &str) {
         if self.len < self.head.len() {
             let n = s.len().min(self.head.len() - self.len);
             self.head[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
@@ -75,6 +75,9 @@ impl std::fmt::Write for Shape {
 /// [`Shape::of`] the [`demangle`]d name, without making it when the
 /// demangler can stream it (Rust names).
 pub fn demangled_shape(name: &str) -> Option<Shape> {
+    if let Some(shape) = super::rust_v0::shape(name) {
+        return (shape.len > 0).then_some(shape);
+    }
     if let Some(d) = rust(name) {
         let mut shape = Shape::default();
         let _ = std::fmt::Write::write_fmt(&mut shape, format_args!("{d:#}"));

@@ -18,6 +18,7 @@ mod itanium;
 pub mod kallsyms;
 pub mod load;
 pub mod rbtree;
+mod rust_v0;
 pub mod symtab;
 
 use std::collections::HashMap;
