@@ -661,6 +661,22 @@ mod tests {
             self.s.push('_');
         }
 
+        /// `L` and a lifetime index (bound or not).
+        fn lifetime(&mut self) {
+            self.s.push('L');
+            let v = self.r(3);
+            self.b62(v);
+        }
+
+        /// Maybe a `for<...>` binder of a few lifetimes.
+        fn binder(&mut self) {
+            if self.r(2) == 0 {
+                self.s.push('G');
+                let v = self.r(3);
+                self.b62(v);
+            }
+        }
+
         fn ident(&mut self) {
             let names = ["foo", "_bar", "x", "", "0digit", "Vec", "fmt", "__x"];
             let n = names[self.r(names.len() as u64) as usize];
@@ -741,11 +757,7 @@ mod tests {
 
         fn generic_arg(&mut self, depth: u32) {
             match self.r(5) {
-                0 => {
-                    self.s.push('L');
-                    let v = self.r(3);
-                    self.b62(v);
-                }
+                0 => self.lifetime(),
                 1 => {
                     self.s.push('K');
                     self.constant();
@@ -775,9 +787,7 @@ mod tests {
                         let c = ['R', 'Q'][self.r(2) as usize];
                         self.s.push(c);
                         if self.r(2) == 0 {
-                            self.s.push('L');
-                            let v = self.r(3);
-                            self.b62(v);
+                            self.lifetime();
                         }
                         self.ty(depth - 1);
                     }
@@ -804,11 +814,7 @@ mod tests {
                     }
                     5 => {
                         self.s.push('F');
-                        if self.r(2) == 0 {
-                            self.s.push('G');
-                            let v = self.r(3);
-                            self.b62(v);
-                        }
+                        self.binder();
                         if self.r(2) == 0 {
                             self.s.push('U');
                         }
@@ -829,11 +835,7 @@ mod tests {
                     }
                     6 => {
                         self.s.push('D');
-                        if self.r(2) == 0 {
-                            self.s.push('G');
-                            let v = self.r(3);
-                            self.b62(v);
-                        }
+                        self.binder();
                         for _ in 0..self.r(2) + 1 {
                             if self.r(2) == 0 {
                                 self.s.push('I');
@@ -850,9 +852,7 @@ mod tests {
                             }
                         }
                         self.s.push('E');
-                        self.s.push('L');
-                        let v = self.r(3);
-                        self.b62(v);
+                        self.lifetime();
                     }
                     _ => self.path(depth - 1),
                 }
