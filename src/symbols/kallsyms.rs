@@ -129,46 +129,54 @@ pub struct Kallsyms {
 /// The kernel's symbol table, or `None` where perf fails to load kallsyms
 /// (the reference symbol is missing from the file).
 pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
-    load_all(data, ref_reloc).map(|k| k.kernel)
+    load_all(data.to_vec(), ref_reloc).map(|k| k.kernel)
 }
 
 /// [`load`], keeping the module symbols perf moves to module maps
 /// (`maps__split_kallsyms`).
-pub fn load_all(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
-    let entries = parse(data);
-    // The names stay in a copy of the file, each ended by a NUL where its
-    // newline was: one allocation rather than one per symbol.
-    let mut names = data.to_vec();
+pub fn load_all(mut data: Vec<u8>, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
     let in_table = u32::try_from(data.len()).is_ok();
-    let mut syms = Vec::with_capacity(entries.len());
-    for e in &entries {
-        if !matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') || e.name.first() == Some(&b'$') {
-            continue;
+    // The names stay in the file's bytes, each ended by a NUL where its
+    // newline was (written once the parse lets go of them): one
+    // allocation rather than one per symbol.
+    let (syms, ends, delta) = {
+        let entries = parse(&data);
+        let mut syms = Vec::with_capacity(entries.len());
+        let mut ends = Vec::with_capacity(entries.len());
+        for e in &entries {
+            if !matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') || e.name.first() == Some(&b'$') {
+                continue;
+            }
+            let binding = if e.typ == b'W' {
+                STB_WEAK
+            } else if e.typ.is_ascii_uppercase() {
+                STB_GLOBAL
+            } else {
+                STB_LOCAL
+            };
+            let typ = if matches!(e.typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
+            let off = e.name.as_ptr() as usize - data.as_ptr() as usize;
+            let end = off + e.name.len();
+            // A name cut at NAME_MAX or at the end of the file has no
+            // newline to give up.
+            let sym = if in_table && data.get(end) == Some(&b'\n') {
+                ends.push(end);
+                Sym::in_strtab(e.addr, 0, binding, typ, (0, off as u32), false)
+            } else {
+                Sym::new(e.addr, 0, binding, typ, crate::symbols::symtab::shared_str(e.name))
+            };
+            syms.push(sym);
         }
-        let binding = if e.typ == b'W' {
-            STB_WEAK
-        } else if e.typ.is_ascii_uppercase() {
-            STB_GLOBAL
-        } else {
-            STB_LOCAL
+        let delta = match ref_reloc {
+            Some((name, addr)) => function_start(&entries, name)?.wrapping_sub(addr),
+            None => 0,
         };
-        let typ = if matches!(e.typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
-        let off = e.name.as_ptr() as usize - data.as_ptr() as usize;
-        let end = off + e.name.len();
-        // A name cut at NAME_MAX or at the end of the file has no newline
-        // to give up.
-        let sym = if in_table && names.get(end) == Some(&b'\n') {
-            names[end] = 0;
-            Sym::in_strtab(e.addr, 0, binding, typ, (0, off as u32), false)
-        } else {
-            Sym::new(e.addr, 0, binding, typ, crate::symbols::symtab::shared_str(e.name))
-        };
-        syms.push(sym);
-    }
-    let delta = match ref_reloc {
-        Some((name, addr)) => function_start(&entries, name)?.wrapping_sub(addr),
-        None => 0,
+        (syms, ends, delta)
     };
+    for end in ends {
+        data[end] = 0;
+    }
+    let names = data;
     let names = SectionBytes::Owned(names.into());
     let mut t = SymTab::default();
     // The first string table of a table is number 0.
@@ -261,7 +269,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
 
     #[test]
     fn module_symbols_and_names() {
-        let k = load_all(SAMPLE, None).unwrap();
+        let k = load_all(SAMPLE.to_vec(), None).unwrap();
         let m = &k.modules["[__builtin__ftrace]"];
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].plain_name().map(|n| &**n), Some("ftrace_trampoline"));

@@ -270,7 +270,7 @@ impl Symbolizer {
         let k = self
             .kallsyms_path(bid.as_deref())
             .and_then(|p| std::fs::read(p).ok())
-            .and_then(|data| kallsyms::load_all(&data, rr.as_ref().map(|(n, a)| (&**n, *a))))
+            .and_then(|data| kallsyms::load_all(data, rr.as_ref().map(|(n, a)| (&**n, *a))))
             .map(Rc::new);
         self.kallsyms = Some(k.clone());
         k
