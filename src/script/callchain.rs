@@ -703,20 +703,24 @@ fn lines(at: &[u8]) -> &[u8] {
 /// the `ip` field is shown (`\t` first on callchain lines).
 #[inline]
 fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: LineStyle) {
-    let mut prefix = [b'\t'; 17];
-    if show_ip {
-        format::hex16(&mut prefix[1..], ip);
-    }
     if show_ip && style == LineStyle::Callchain {
-        // Most lines: a prefix of fixed size, copied without a call.
-        out.reserve(text.len() + 2 * prefix.len());
+        // Most lines: the tab and the address's two words stored straight
+        // into the output, without a copy through the stack.
+        let [hi, lo] = format::hex16_words(ip);
+        out.reserve(text.len() + 2 * 17);
         while let Some((len, rest)) = text.split_first_chunk::<4>() {
             let (line, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
-            out.extend_from_slice(&prefix);
+            out.push(b'\t');
+            out.extend_from_slice(&hi);
+            out.extend_from_slice(&lo);
             out.extend_from_slice(line);
             text = rest;
         }
         return;
+    }
+    let mut prefix = [b'\t'; 17];
+    if show_ip {
+        format::hex16(&mut prefix[1..], ip);
     }
     let prefix = match (show_ip, style) {
         (false, _) => &[][..],

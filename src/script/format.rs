@@ -68,10 +68,19 @@ pub fn hex(out: &mut Vec<u8>, v: u64, width: usize) {
 /// `%16llx` into exactly 16 bytes: right-aligned, space-padded.
 #[inline]
 pub fn hex16(out: &mut [u8], v: u64) {
+    let [hi, lo] = hex16_words(v);
+    out[..8].copy_from_slice(&hi);
+    out[8..16].copy_from_slice(&lo);
+}
+
+/// [`hex16`] as two 8-byte words, for callers that store them straight
+/// where they go (a 16-byte copy of freshly written bytes waits for the
+/// writes to land).
+#[inline]
+pub fn hex16_words(v: u64) -> [[u8; 8]; 2] {
     // Leading zeros become spaces; the last digit always stays.
     let pad = (v.leading_zeros() / 4).min(15);
-    out[..8].copy_from_slice(&hex8(v >> 32, pad.min(8)).to_be_bytes());
-    out[8..16].copy_from_slice(&hex8(v & 0xffff_ffff, pad.saturating_sub(8)).to_be_bytes());
+    [hex8(v >> 32, pad.min(8)).to_be_bytes(), hex8(v & 0xffff_ffff, pad.saturating_sub(8)).to_be_bytes()]
 }
 
 /// The 8 hex digits of `x` (< 2^32) as the bytes of a u64, most significant
