@@ -574,7 +574,7 @@ impl Tool for Script {
         self.endian = ctx.endian;
         match rec.header.type_ {
             kind::SAMPLE => {
-                if let Some(s) = &ev.sample {
+                if let Some(s) = ev.sample {
                     let attr = &ctx.evlist.evsels[ev.evsel].attr;
                     let cookie = deferred_cookie(attr, s);
                     match cookie {

@@ -35,8 +35,9 @@ pub struct Event<'r> {
     pub offset: u64,
     pub record: Record<'r>,
     pub evsel: usize,
-    /// The decoded sample, for PERF_RECORD_SAMPLE.
-    pub sample: Option<Sample<'r>>,
+    /// The decoded sample, for PERF_RECORD_SAMPLE (borrowed: a sample is
+    /// some 170 bytes, and copies of a struct just written stall).
+    pub sample: Option<&'r Sample<'r>>,
     /// The `sample_id` trailer, for other kernel records.
     pub id: SampleId,
 }
@@ -380,7 +381,7 @@ impl<'a> Session<'a> {
             }
             _ => {}
         }
-        let ev = Event { offset, record, evsel, sample, id };
+        let ev = Event { offset, record, evsel, sample: sample.as_ref(), id };
         let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
         tool.event(&ctx, &ev).map_err(|e| match (e.offset, inner) {
             (Some(o), Some(i)) if o == offset && e.inner.is_none() => e.decompressed_at(i),
