@@ -335,20 +335,20 @@ impl<'a> Session<'a> {
         };
         let cpu_checked = attr.samples(crate::perf_data::attr::sample_type::CPU) && (t == kind::SAMPLE || attr.sample_id_all());
         let trailer = attr.id_hdr_size();
-        let parsed = (t == kind::SAMPLE).then(|| Sample::parse(record.body(), attr, self.endian));
-        let (mut sample, mut id) = if let Some(parsed) = parsed {
-            match parsed {
-                Ok(s) => {
-                    let id = SampleId { pid: s.pid, tid: s.tid, time: s.time, id: s.id, stream_id: s.stream_id, cpu: s.cpu };
-                    (Some(s), id)
-                }
-                Err(e) => {
-                    self.skip(format!("bad-sample-{e}"), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
-                    return Ok(());
-                }
+        // The sample stays where it was decoded (it is referred to, not
+        // moved: moving 170 bytes just written stalls on the stores).
+        let mut parsed = (t == kind::SAMPLE).then(|| Sample::parse(record.body(), attr, self.endian));
+        let (mut sample, mut id) = match parsed.as_mut() {
+            Some(Ok(s)) => {
+                let id = SampleId { pid: s.pid, tid: s.tid, time: s.time, id: s.id, stream_id: s.stream_id, cpu: s.cpu };
+                (Some(s), id)
             }
-        } else {
-            (None, SampleId::parse_trailer(record.body(), attr, self.endian))
+            Some(Err(e)) => {
+                let e = *e;
+                self.skip(format!("bad-sample-{e}"), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
+                return Ok(());
+            }
+            None => (None, SampleId::parse_trailer(record.body(), attr, self.endian)),
         };
         if t == kind::CALLCHAIN_DEFERRED && DeferredCallchainRecord::parse(&record, trailer).is_none() {
             self.skip("bad-deferred".into(), || {
@@ -381,7 +381,7 @@ impl<'a> Session<'a> {
             }
             _ => {}
         }
-        let ev = Event { offset, record, evsel, sample: sample.as_ref(), id };
+        let ev = Event { offset, record, evsel, sample: sample.map(|s| &*s), id };
         let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
         tool.event(&ctx, &ev).map_err(|e| match (e.offset, inner) {
             (Some(o), Some(i)) if o == offset && e.inner.is_none() => e.decompressed_at(i),
