@@ -21,11 +21,12 @@
 
 use super::demangle::Shape;
 
-/// `rustc_demangle`'s recursion limit, and the depth past which this walk
-/// gives up (well before it, depths counted alike).
-const MAX_DEPTH: u32 = 500;
+/// The depth past which this walk gives up: well before
+/// `rustc_demangle`'s recursion limit (500), depths counted alike.
 const GIVE_UP_DEPTH: u32 = 400;
-/// `rustc_demangle` stops printing at a million bytes.
+/// `rustc_demangle` stops printing at a million bytes; this walk gives up
+/// before (backrefs can double the text at every level: a short name can
+/// stand for more text than could ever be walked).
 const GIVE_UP_LEN: usize = 900_000;
 
 /// Not printed as `rustc_demangle` would, or not sure to be.
@@ -83,7 +84,9 @@ impl<'s> Walk<'s> {
     }
 
     fn print_u64(&mut self, v: u64) {
-        self.print(itoa(v).as_str());
+        if self.printing {
+            let _ = std::fmt::Write::write_fmt(&mut self.out, format_args!("{v}"));
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -102,9 +105,12 @@ impl<'s> Walk<'s> {
         Ok(b)
     }
 
+    /// Every path, type, constant and backref comes through here, and
+    /// each prints at most an identifier before the next: checking the
+    /// length here bounds the walk by the text it gives up at.
     fn push_depth(&mut self) -> R {
         self.depth += 1;
-        if self.depth > GIVE_UP_DEPTH.min(MAX_DEPTH) {
+        if self.depth > GIVE_UP_DEPTH || self.out.len > GIVE_UP_LEN {
             return Err(Unsure);
         }
         Ok(())
@@ -165,7 +171,7 @@ impl<'s> Walk<'s> {
     fn backref(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let at = self.next - 1;
         let i = self.integer_62()?;
-        if i >= at as u64 || self.depth + 1 > MAX_DEPTH {
+        if i >= at as u64 {
             return Err(Unsure);
         }
         if !self.printing {
@@ -548,32 +554,6 @@ fn basic_type(tag: u8) -> Option<&'static str> {
     })
 }
 
-/// Decimal digits of `v`, on the stack.
-struct Itoa {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl Itoa {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.buf[self.start..]).unwrap_or("")
-    }
-}
-
-fn itoa(mut v: u64) -> Itoa {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    Itoa { buf, start: i }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,6 +586,37 @@ mod tests {
             assert_eq!(slow(name), Some(Shape::of(shown)), "{name}: rustc_demangle says {:#}", rustc_demangle::demangle(name));
             assert_eq!(shape(name), Some(Shape::of(shown)), "{name}");
         }
+    }
+
+    /// A short name whose backrefs double its printing at every level
+    /// (2^60 bytes here) is given up on past rustc_demangle's size limit,
+    /// not walked to the end.
+    #[test]
+    fn exponential_backrefs_are_given_up_on() {
+        let b62 = |v: usize| {
+            let (mut x, mut d) = (v - 1, Vec::new());
+            loop {
+                d.push(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[x % 62]);
+                x /= 62;
+                if x == 0 {
+                    break;
+                }
+            }
+            d.reverse();
+            format!("{}_", String::from_utf8(d).unwrap())
+        };
+        let k = 60;
+        // `INvC1a1f` is 8 bytes: tuple i starts at 8 + i, `p` at 8 + k;
+        // each tuple holds the one inside it twice.
+        let mut name = format!("_RINvC1a1f{}p", "T".repeat(k));
+        for target in (9..=8 + k).rev() {
+            name += &format!("B{}E", b62(target));
+        }
+        name += "E";
+        let started = std::time::Instant::now();
+        assert_eq!(shape(&name), None);
+        assert_eq!(slow(&name), Some(Shape::of(&format!("{:#}", rustc_demangle::demangle(&name)))));
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
 
     /// Random names from the v0 grammar (backrefs to earlier paths and
