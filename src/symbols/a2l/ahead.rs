@@ -34,6 +34,8 @@ use super::dwarf::{Dwarf, Ready};
 
 /// Units decoded ahead and not taken yet at most (a decoder waits then).
 const MAX_READY: usize = 512;
+/// How far a decoder jumps ahead when the session caught up with it.
+const JUMP: u32 = 16;
 
 #[derive(Default)]
 struct State {
@@ -42,8 +44,18 @@ struct State {
     working: Option<u32>,
     /// Units the session decodes itself.
     claimed: HashSet<u32>,
+    /// The decoder starts no unit below this one: the session, which
+    /// needs units in the decoder's order, caught up with it, and each
+    /// waiting for the unit the other is on would leave one of them idle.
+    from: u32,
     /// The decoder stopped (done, failed or gone).
     over: bool,
+}
+
+impl State {
+    fn skip_below(&mut self, ui: u32) {
+        self.from = self.from.max(ui);
+    }
 }
 
 /// What a session and its decoder share.
@@ -67,7 +79,17 @@ impl Shared {
                 s.claimed.insert(ui);
                 return None;
             }
+            // The units right after this one are the session's to decode.
+            s.skip_below(ui.saturating_add(JUMP));
             s = self.changed.wait(s).ok()?;
+        }
+    }
+
+    /// Has the decoder start no unit below `ui` (see [`State::from`]).
+    #[cfg(test)]
+    pub fn skip_below(&self, ui: u32) {
+        if let Ok(mut s) = self.state.lock() {
+            s.skip_below(ui);
         }
     }
 
@@ -117,6 +139,11 @@ impl Decoder {
         Decoder { dwarf, shared, next: 0 }
     }
 
+    #[cfg(test)]
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     /// Decodes the next unit in binutils' order that the session has not
     /// claimed, and hands it (and the units it decoded for its references)
     /// over.
@@ -131,6 +158,12 @@ impl Decoder {
                 let Ok(mut s) = self.shared.state.lock() else { return Step::Done };
                 if s.over {
                     return Step::Done;
+                }
+                if ui < s.from as usize {
+                    // Units are found one after the other: parsed one per
+                    // turn up to there.
+                    self.next += 1;
+                    continue;
                 }
                 if s.ready.len() >= MAX_READY {
                     return Step::Ahead;

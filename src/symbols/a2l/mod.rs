@@ -346,17 +346,22 @@ mod tests {
             let addrs: Vec<u64> = (lo..hi).step_by(5).collect();
             // Also single addresses: units decoded only for the references
             // of the one holding it must be decoded all the same.
-            let mut runs: Vec<(usize, usize, bool, Vec<u64>)> = [(0, 1, false), (1, 3, false), (2, 0, true), (1000, 0, false), (0, 7, true)]
-                .into_iter()
-                .map(|(a, e, r)| (a, e, r, addrs.clone()))
-                .collect();
+            // With `skip`, the decoder starts no unit below that one (as
+            // when the session caught up with it) and leaves a gap.
+            let mut runs: Vec<(usize, usize, bool, u32, Vec<u64>)> =
+                [(0, 1, false, 0), (1, 3, false, 0), (2, 0, true, 0), (1000, 0, false, 0), (0, 7, true, 0), (1, 1, false, 2), (0, 2, true, 5), (1000, 0, false, 3)]
+                    .into_iter()
+                    .map(|(a, e, r, skip)| (a, e, r, skip, addrs.clone()))
+                    .collect();
             for &a in addrs.iter().step_by(addrs.len() / 5 + 1) {
-                runs.push((1000, 0, false, vec![a]));
+                runs.push((1000, 0, false, 0, vec![a]));
+                runs.push((1000, 0, false, 2, vec![a]));
             }
-            for (ahead, every, reverse, addrs) in runs {
+            for (ahead, every, reverse, skip, addrs) in runs {
                 let elf = Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap();
                 let (mut s, decoder) = Session::with_decoder(elf);
                 let mut decoder = decoder.expect("DWARF");
+                decoder.shared().skip_below(skip);
                 let mut plain = session(bytes.clone()).unwrap();
                 let step = |d: &mut ahead::Decoder, n: usize| {
                     for _ in 0..n {
@@ -368,7 +373,7 @@ mod tests {
                 step(&mut decoder, ahead);
                 let order: Vec<u64> = if reverse { addrs.iter().rev().copied().collect() } else { addrs.clone() };
                 for (i, &a) in order.iter().enumerate() {
-                    assert_eq!(s.query(a), plain.query(a), "{rel} ahead {ahead} every {every} at {a:#x}");
+                    assert_eq!(s.query(a), plain.query(a), "{rel} ahead {ahead} every {every} skip {skip} at {a:#x}");
                     if every != 0 && i % every == 0 {
                         step(&mut decoder, 1);
                     }
