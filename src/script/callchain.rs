@@ -375,6 +375,75 @@ pub struct FrameFormatter {
     /// loop) are looked up without touching the large table.
     front: Box<[(FrameKey, Text)]>,
     text: Vec<u8>,
+    /// DSO names in `text` that its encoding refers to instead of holding.
+    refs: Vec<NameRef>,
+    /// DSO names shared with the copier by number ([`DsoNames`]).
+    names: DsoNames,
+}
+
+/// A DSO name at `at` in a text being formatted: name number `id`.
+#[derive(Debug, Clone, Copy)]
+struct NameRef {
+    at: usize,
+    len: usize,
+    id: u32,
+}
+
+/// DSO names by number. The formatter numbers each name the first time a
+/// text shows it and hands the new ones to the copier with the batch
+/// ([`FrameFormatter::take_names`], [`FrameCopier::add_names`]): a kept
+/// text then holds a 4-byte number instead of a path that may be 100
+/// bytes long, for every address of the DSO (kept texts are pstitch's
+/// largest table). The table holds each name as the copier prints it, with
+/// the [`NAME_END`] of the line.
+#[derive(Default)]
+struct DsoNames {
+    names: Vec<Box<[u8]>>,
+    by_name: FastMap<Box<[u8]>, u32>,
+    /// The number of each DSO's name as last seen ([`NO_NAME`]: none).
+    by_dso: Vec<u32>,
+    /// Names numbered since the last batch: each its length (4 bytes) and
+    /// bytes.
+    new: Vec<u8>,
+}
+
+const NO_NAME: u32 = u32::MAX;
+/// Names shorter than this stay in the text (a reference takes 4 bytes).
+const SHORTEST_REF: usize = 12;
+/// Names numbered at most (a bound on a hostile input's table).
+const MAX_NAMES: usize = 1 << 24;
+
+impl DsoNames {
+    /// The number of `dso`'s name, `name` (numbered now if new).
+    fn id(&mut self, dso: DsoId, name: &[u8]) -> Option<u32> {
+        let slot = dso as usize;
+        if let Some(&id) = self.by_dso.get(slot)
+            && id != NO_NAME
+            && self.names[id as usize].strip_suffix(NAME_END) == Some(name)
+        {
+            return Some(id);
+        }
+        let id = match self.by_name.get(name) {
+            Some(&id) => id,
+            None => {
+                if self.names.len() >= MAX_NAMES {
+                    return None;
+                }
+                let id = self.names.len() as u32;
+                let shown = [name, NAME_END].concat();
+                self.new.extend_from_slice(&(shown.len() as u32).to_le_bytes());
+                self.new.extend_from_slice(&shown);
+                self.names.push(shown.into());
+                self.by_name.insert(name.into(), id);
+                id
+            }
+        };
+        if self.by_dso.len() <= slot {
+            self.by_dso.resize(slot + 1, NO_NAME);
+        }
+        self.by_dso[slot] = id;
+        Some(id)
+    }
 }
 
 /// Where the copier finds the text of a line: in its store, at an offset
@@ -433,6 +502,9 @@ pub struct FrameCopier {
     /// Every kept text, end to end ([`encode`]d): neighbours in time are
     /// neighbours in memory, and there is no allocation per text.
     texts: Vec<u8>,
+    /// The DSO names the texts refer to, by number, each with the
+    /// [`NAME_END`] of its line.
+    names: Vec<Box<[u8]>>,
 }
 
 /// Where a kept text is in [`FrameCopier::texts`].
@@ -460,17 +532,27 @@ impl FrameCopier {
         FrameCopier::default()
     }
 
+    /// Takes the names numbered since the last batch
+    /// ([`FrameFormatter::take_names`]).
+    pub fn add_names(&mut self, mut new: &[u8]) {
+        while let Some((len, rest)) = new.split_first_chunk::<4>() {
+            let (name, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
+            self.names.push(name.into());
+            new = rest;
+        }
+    }
+
     /// Appends the line(s) of a frame at `ip` to `out`; `new` has the
     /// text (its length first) when `at` says it is new.
     #[inline]
     pub fn print(&mut self, out: &mut Vec<u8>, ip: u64, show_ip: bool, style: LineStyle, at: FrameText, new: &[u8]) {
         match at.offset() {
-            Some(off) => expand(out, lines(self.texts.get(off as usize..).unwrap_or_default()), ip, show_ip, style),
+            Some(off) => expand(out, lines(self.texts.get(off as usize..).unwrap_or_default()), &self.names, ip, show_ip, style),
             None => {
                 if at.keeps() {
                     self.texts.extend_from_slice(new);
                 }
-                expand(out, lines(new), ip, show_ip, style);
+                expand(out, lines(new), &self.names, ip, show_ip, style);
             }
         }
     }
@@ -485,7 +567,16 @@ impl FrameFormatter {
             kept_bytes: 0,
             front: vec![(NO_KEY, 0); FRONT].into_boxed_slice(),
             text: Vec::new(),
+            refs: Vec::new(),
+            names: DsoNames::default(),
         }
+    }
+
+    /// Moves the DSO names numbered since the last call to `out` (for
+    /// [`FrameCopier::add_names`]).
+    pub fn take_names(&mut self, out: &mut Vec<u8>) {
+        out.clear();
+        std::mem::swap(out, &mut self.names.new);
     }
 
     pub fn update_dso(&mut self, u: crate::machine::dsos::DsoUpdate) {
@@ -521,10 +612,11 @@ impl FrameFormatter {
         let FrameJob { ip, map, opts, style, cookie } = *job;
         let mut text = std::mem::take(&mut self.text);
         text.clear();
+        self.refs.clear();
         let stable = self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
-        encode(out, &text);
+        encode(out, &text, &self.refs);
         self.text = text;
         // Texts larger than 4 GiB do not fit their length: an empty line
         // then (nothing that large can be printed anyway).
@@ -618,7 +710,13 @@ impl FrameFormatter {
         match map {
             Some(m) => {
                 let dso = self.dsos.get(m.dso);
-                out.extend_from_slice(dso.name.as_bytes());
+                let name = dso.name.as_bytes();
+                if name.len() >= SHORTEST_REF
+                    && let Some(id) = self.names.id(m.dso, name)
+                {
+                    self.refs.push(NameRef { at: out.len(), len: name.len(), id });
+                }
+                out.extend_from_slice(name);
                 if dsoff && self.symbolizer.is_object_file(&self.dsos, m.dso) {
                     out.extend_from_slice(b"+0x");
                     format::hex(out, addr, 0);
@@ -677,19 +775,66 @@ fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64
 }
 
 /// Cached form of frame text: each line as a 4-byte length and its bytes,
-/// so that copying it out needs no search.
-fn encode(out: &mut Vec<u8>, text: &[u8]) {
+/// so that copying it out needs no search. A line that ends in a DSO name
+/// of `refs` and `)` + newline (most callchain lines) holds the name's
+/// number instead, and the copier's table holds the name with that end:
+///
+/// ```text
+///   plain:     | len (u32)                 | bytes ...
+///   with name: | REF | len before the name | bytes before | id (u32)
+/// ```
+fn encode(out: &mut Vec<u8>, text: &[u8], refs: &[NameRef]) {
     let Some(first) = find_byte(text, LINE) else { return };
-    let mut rest = &text[first + 1..];
+    let mut at = first + 1;
+    let mut refs = refs.iter().peekable();
     loop {
-        let end = find_byte(rest, LINE);
-        let line = &rest[..end.unwrap_or(rest.len())];
-        out.extend_from_slice(&(line.len() as u32).to_le_bytes());
-        out.extend_from_slice(line);
+        let end = find_byte(&text[at..], LINE).map(|e| at + e);
+        let line_end = end.unwrap_or(text.len());
+        while refs.next_if(|r| r.at < at).is_some() {}
+        match refs.next_if(|r| r.at + r.len <= line_end) {
+            Some(r) if text[r.at + r.len..line_end] == *NAME_END => {
+                out.extend_from_slice(&(REF | (r.at - at) as u32).to_le_bytes());
+                out.extend_from_slice(&text[at..r.at]);
+                out.extend_from_slice(&r.id.to_le_bytes());
+            }
+            _ => {
+                out.extend_from_slice(&((line_end - at) as u32).to_le_bytes());
+                out.extend_from_slice(&text[at..line_end]);
+            }
+        }
         match end {
-            Some(e) => rest = &rest[e + 1..],
+            Some(e) => at = e + 1,
             None => return,
         }
+    }
+}
+
+/// Marks an encoded line that refers to a DSO name (see [`encode`]).
+const REF: u32 = 1 << 31;
+/// What follows a DSO name at the end of a callchain line.
+const NAME_END: &[u8] = b")\n";
+
+/// The next encoded line of `text`: its bytes, or the bytes before a DSO
+/// name and the name's number; and the rest.
+#[inline]
+fn next_line(text: &[u8]) -> Option<(&[u8], Option<u32>, &[u8])> {
+    let (head, rest) = text.split_first_chunk::<4>()?;
+    let head = u32::from_le_bytes(*head);
+    let (line, rest) = rest.split_at((head & !REF) as usize);
+    if head & REF == 0 {
+        return Some((line, None, rest));
+    }
+    let (id, rest) = rest.split_first_chunk::<4>()?;
+    Some((line, Some(u32::from_le_bytes(*id)), rest))
+}
+
+/// Appends an encoded line (see [`next_line`]); `names` end in
+/// [`NAME_END`].
+#[inline]
+fn put_line(out: &mut Vec<u8>, names: &[Box<[u8]>], line: &[u8], name: Option<u32>) {
+    out.extend_from_slice(line);
+    if let Some(id) = name {
+        out.extend_from_slice(names.get(id as usize).map_or(&[][..], |n| n));
     }
 }
 
@@ -702,18 +847,17 @@ fn lines(at: &[u8]) -> &[u8] {
 /// Copies encoded frame text to `out`, each line after the address when
 /// the `ip` field is shown (`\t` first on callchain lines).
 #[inline]
-fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: LineStyle) {
+fn expand(out: &mut Vec<u8>, mut text: &[u8], names: &[Box<[u8]>], ip: u64, show_ip: bool, style: LineStyle) {
     if show_ip && style == LineStyle::Callchain {
         // Most lines: the tab and the address's two words stored straight
         // into the output, without a copy through the stack.
         let [hi, lo] = format::hex16_words(ip);
-        out.reserve(text.len() + 2 * 17);
-        while let Some((len, rest)) = text.split_first_chunk::<4>() {
-            let (line, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
+        out.reserve(text.len() + 2 * 17 + 128);
+        while let Some((line, name, rest)) = next_line(text) {
             out.push(b'\t');
             out.extend_from_slice(&hi);
             out.extend_from_slice(&lo);
-            out.extend_from_slice(line);
+            put_line(out, names, line, name);
             text = rest;
         }
         return;
@@ -727,12 +871,9 @@ fn expand(out: &mut Vec<u8>, mut text: &[u8], ip: u64, show_ip: bool, style: Lin
         (true, LineStyle::Callchain) => &prefix[..],
         (true, LineStyle::SampleIp) => &prefix[1..],
     };
-    // The lines are shorter than their encoding plus the prefixes.
-    out.reserve(text.len() + 2 * prefix.len());
-    while let Some((len, rest)) = text.split_first_chunk::<4>() {
-        let (line, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
+    while let Some((line, name, rest)) = next_line(text) {
         out.extend_from_slice(prefix);
-        out.extend_from_slice(line);
+        put_line(out, names, line, name);
         text = rest;
     }
 }
@@ -756,7 +897,7 @@ mod tests {
             assert_eq!((t.offset(), t.kept(), t.is_new(), t.keeps()), (None, keep, true, keep));
         }
         let mut body = Vec::new();
-        encode(&mut body, b"\0 main (x)\0 f (inlined)");
+        encode(&mut body, b"\0 main (x)\0 f (inlined)", &[]);
         let mut text = (body.len() as u32).to_le_bytes().to_vec();
         text.extend_from_slice(&body);
         text.extend_from_slice(b"next");
@@ -779,9 +920,69 @@ mod tests {
         let texts: [&[u8]; 6] = [b"", b"\0 main+0x1 (/bin/x)\n", b"\0a\n\0b (inlined)\n\0c\n", b"junk\0a", b"\0\0", b"\0 a very long name that takes more than eight bytes\0x"];
         for text in texts {
             let mut out = Vec::new();
-            encode(&mut out, text);
+            encode(&mut out, text, &[]);
             assert_eq!(out, by_split(text), "{text:?}");
         }
+    }
+
+    /// A text that refers to DSO names prints as the text holding them,
+    /// whatever the lines around the names are.
+    #[test]
+    fn dso_name_references_print_the_names() {
+        let long_tail = format!(")\n  {}\n", "x".repeat(300));
+        let mut names = DsoNames::default();
+        let lines: Vec<(String, Option<&str>, String)> = vec![
+            (" main+0x1d (".into(), Some("/tmp/pstitch-fixtures/bin/cwork"), ")\n".into()),
+            (" f (inlined)\n".into(), None, String::new()),
+            (" g+0x2 (".into(), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), "+0x1234)\n".into()),
+            (" h (".into(), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), long_tail),
+            (" [unknown] (".into(), Some("[unknown]"), ")\n".into()),
+            (String::new(), Some("/a/dso/name/with/nothing/before"), String::new()),
+        ];
+        for n in 1..=lines.len() {
+            for first in 0..lines.len() {
+                let mut text = Vec::new();
+                let mut refs = Vec::new();
+                for (i, (before, name, after)) in lines.iter().cycle().skip(first).take(n).enumerate() {
+                    text.push(LINE);
+                    text.extend_from_slice(before.as_bytes());
+                    if let Some(name) = name {
+                        if name.len() >= SHORTEST_REF {
+                            let id = names.id(i as DsoId, name.as_bytes()).unwrap();
+                            refs.push(NameRef { at: text.len(), len: name.len(), id });
+                        }
+                        text.extend_from_slice(name.as_bytes());
+                    }
+                    text.extend_from_slice(after.as_bytes());
+                }
+                let (mut with, mut without) = (Vec::new(), Vec::new());
+                encode(&mut with, &text, &refs);
+                encode(&mut without, &text, &[]);
+                if !refs.is_empty() && n == 1 && first == 0 {
+                    assert!(with.len() < without.len(), "a reference saves the name");
+                }
+                let mut copier = FrameCopier::new();
+                let mut new = Vec::new();
+                std::mem::swap(&mut new, &mut names.new);
+                copier.names = names.names.clone();
+                for (ip, show, style) in [(0x7f00_1234, true, LineStyle::Callchain), (0x55, true, LineStyle::SampleIp), (0, false, LineStyle::Callchain)] {
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    expand(&mut a, &with, &copier.names, ip, show, style);
+                    expand(&mut b, &without, &[], ip, show, style);
+                    assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{n} lines from {first}");
+                }
+            }
+        }
+        // Names come to the copier as the formatter numbered them.
+        let mut f = DsoNames::default();
+        assert_eq!(f.id(3, b"/x/one/long/name"), Some(0));
+        assert_eq!(f.id(4, b"/x/two/long/name"), Some(1));
+        assert_eq!(f.id(3, b"/x/one/long/name"), Some(0));
+        assert_eq!(f.id(3, b"/x/renamed/dso/name"), Some(2), "a DSO renamed gets its new name");
+        assert_eq!(f.id(5, b"/x/two/long/name"), Some(1), "equal names share a number");
+        let mut copier = FrameCopier::new();
+        copier.add_names(&f.new);
+        assert_eq!(copier.names, f.names);
     }
 
     /// What the per-callchain cache answers is what a lookup answers, for

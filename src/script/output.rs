@@ -107,6 +107,8 @@ struct Batch {
     /// and the new texts, end to end.
     frames: Vec<FrameText>,
     new_texts: Vec<u8>,
+    /// DSO names the formatter numbered for this batch's texts.
+    names: Vec<u8>,
 }
 
 impl Batch {
@@ -395,6 +397,7 @@ impl Output {
         next.maps.clear();
         next.others.clear();
         next.new_texts.clear();
+        next.names.clear();
         next.frames.clear();
         std::mem::swap(&mut self.batch, &mut next);
         std::mem::swap(text, &mut next.text);
@@ -505,6 +508,7 @@ fn format_loop(mut formatter: FrameFormatter, ends: Ends, cpu: &AtomicU64) {
                     }
                 }
                 drop(others);
+                formatter.take_names(&mut batch.names);
                 // A copier that is gone has failed; the reading side learns
                 // of it from the flag or at its flush.
                 let _ = to_copier.send(Msg::Batch(batch));
@@ -577,6 +581,7 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
     while let Ok(msg) = from_formatter.recv() {
         match msg {
             Msg::Batch(batch) => {
+                copier.add_names(&batch.names);
                 let mut from = 0;
                 let mut pos = 0;
                 let mut frames = batch.frames.iter();
