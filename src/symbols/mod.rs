@@ -332,6 +332,8 @@ impl Symbolizer {
     pub fn load_file_prepared(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
         let mut shipped = self.load_file(long_name, kind, build_id);
         shipped.loaded.syms.prepare();
+        // Choosing between aliases read names all over the string table.
+        shipped.loaded.syms.release_pages();
         if self.config.inline
             && let Some(path) = a2l_path(shipped.loaded.symsrc.as_deref(), &shipped.long_name, self.symfs().as_deref())
         {
