@@ -931,6 +931,7 @@ mod tests {
     fn dso_name_references_print_the_names() {
         let long_tail = format!(")\n  {}\n", "x".repeat(300));
         let mut names = DsoNames::default();
+        let mut copier = FrameCopier::new();
         let lines: Vec<(String, Option<&str>, String)> = vec![
             (" main+0x1d (".into(), Some("/tmp/pstitch-fixtures/bin/cwork"), ")\n".into()),
             (" f (inlined)\n".into(), None, String::new()),
@@ -961,10 +962,8 @@ mod tests {
                 if !refs.is_empty() && n == 1 && first == 0 {
                     assert!(with.len() < without.len(), "a reference saves the name");
                 }
-                let mut copier = FrameCopier::new();
-                let mut new = Vec::new();
-                std::mem::swap(&mut new, &mut names.new);
-                copier.names = names.names.clone();
+                // As a batch brings them.
+                copier.add_names(&std::mem::take(&mut names.new));
                 for (ip, show, style) in [(0x7f00_1234, true, LineStyle::Callchain), (0x55, true, LineStyle::SampleIp), (0, false, LineStyle::Callchain)] {
                     let (mut a, mut b) = (Vec::new(), Vec::new());
                     expand(&mut a, &with, &copier.names, ip, show, style);
