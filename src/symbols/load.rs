@@ -295,7 +295,9 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
     }
     loaded.adjust_symbols = true;
     let strtab = elf.linked_strtab(sec_idx).and_then(|t| loaded.syms.use_strtab(t));
-    let mut new = Vec::new();
+    // Room for every entry: pages of capacity never written cost nothing,
+    // while growing by copying writes the table twice over.
+    let mut new = Vec::with_capacity(elf.symbol_iter(sec_idx).size_hint().0);
     for sym in elf.symbol_iter(sec_idx) {
         let typ = sym.typ();
         let is_label = typ == elf::STT_NOTYPE

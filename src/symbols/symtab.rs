@@ -285,6 +285,17 @@ impl SymTab {
 
     /// Inserts symbols one after the other, in the order given.
     pub fn insert_all(&mut self, new: Vec<Sym>) {
+        if self.syms.is_empty() {
+            // The first table: taken as it is, not copied.
+            let n = new.len() as NodeId;
+            self.syms = new;
+            self.live = vec![true; n as usize];
+            self.log = (0..n).collect();
+            self.unsorted = (0..n).collect();
+            self.overlaps = None;
+            self.sync();
+            return;
+        }
         self.syms.reserve(new.len());
         self.live.reserve(new.len());
         self.log.reserve(new.len());

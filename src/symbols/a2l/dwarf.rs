@@ -13,6 +13,7 @@ use gimli::{Abbreviations, AttributeValue, DebugAbbrev, DebugAbbrevOffset, Debug
 use super::lines::{LineHit, LineTable, StrSections};
 use super::ranges::RangeIndex;
 use super::reader::Reader;
+use crate::fasthash::FastMap;
 use crate::symbols::elf::SectionBytes;
 
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
@@ -176,6 +177,37 @@ struct Decl {
     line: u32,
 }
 
+/// One effect of `find_abstract_instance`, in the order it happens: what
+/// a later call for the same DIE repeats instead of reading the DIE (and
+/// the DIEs it refers to) again. Inlined calls of one function all refer to
+/// its abstract instance, so most calls repeat an earlier one.
+#[derive(Debug, Clone, Copy)]
+enum AbstractOp {
+    /// `DW_AT_name`, taken if no name is set yet (a linkage name then if
+    /// the unit's language says so).
+    NameIfNone(Name, bool),
+    /// A linkage name.
+    Linkage(Name),
+    /// A reference into another unit: the units read to find it.
+    Containing(u64),
+    /// `DW_AT_decl_file`: the DIE's unit decoded, then the file named
+    /// (if the value is a number).
+    DeclFile(u32, Option<u64>),
+    DeclLine(u32),
+}
+
+/// A finished `find_abstract_instance`: its effects (`start..start + len`
+/// of [`Dwarf::abstract_ops`]), its result, and how many levels of
+/// references it went through (the depth limit must not cut a repeat
+/// shorter than the first call).
+#[derive(Debug, Clone, Copy)]
+struct AbstractMemo {
+    start: u32,
+    len: u32,
+    height: u32,
+    ok: bool,
+}
+
 pub struct Unit {
     offset: usize,
     end: usize,
@@ -230,6 +262,16 @@ pub struct Dwarf {
     fresh: Vec<u32>,
     /// Bumped whenever a unit is read or decoded: answers can change then.
     pub generation: u64,
+    /// `find_abstract_instance` by the `.debug_info` offset of the DIE.
+    abstract_memo: FastMap<u64, AbstractMemo>,
+    /// The effects of the memos, end to end.
+    abstract_ops: Vec<AbstractOp>,
+    /// The effects of the calls under way.
+    abstract_trail: Vec<AbstractOp>,
+    /// The depth limit cut a call under way short.
+    abstract_cut: bool,
+    /// Calls answered from `abstract_memo` (false: none are, for tests).
+    abstract_hits: Option<u64>,
 }
 
 /// binutils' `mangle_style(lang) == 0`: a plain `DW_AT_name` is as good as
@@ -322,6 +364,11 @@ impl Dwarf {
             ahead: None,
             owned: Vec::new(),
             generation: 0,
+            abstract_memo: FastMap::default(),
+            abstract_ops: Vec::new(),
+            abstract_trail: Vec::new(),
+            abstract_cut: false,
+            abstract_hits: Some(0),
         }
     }
 
@@ -914,65 +961,145 @@ impl Dwarf {
         is_linkage: &mut bool,
         decl: &mut Decl,
     ) -> bool {
+        if depth == 0 {
+            self.abstract_cut = false;
+            self.abstract_trail.clear();
+        }
+        self.abstract_instance(ui, r, depth, name, is_linkage, decl).0
+    }
+
+    /// [`Dwarf::find_abstract_instance`], and the levels of references it
+    /// went through.
+    fn abstract_instance(&mut self, ui: usize, r: Ref, depth: u32, name: &mut Name, is_linkage: &mut bool, decl: &mut Decl) -> (bool, u32) {
         if depth == 100 {
-            return false;
+            self.abstract_cut = true;
+            return (false, 1);
         }
         let (ui, off) = match r {
-            Ref::Alt => return false,
+            Ref::Alt => return (false, 1),
             Ref::Global(g) => {
                 if g == 0 {
-                    return true;
+                    return (true, 1);
                 }
                 if g >= self.s.info.len() as u64 {
-                    return false;
+                    return (false, 1);
                 }
-                let Some(t) = self.unit_containing(g) else { return false };
+                self.abstract_trail.push(AbstractOp::Containing(g));
+                let Some(t) = self.unit_containing(g) else { return (false, 1) };
                 (t, g - self.units[t].offset as u64)
             }
             Ref::Local(o) => {
                 let total = (self.unit_end(ui) - self.units[ui].offset) as u64;
                 if o == 0 || o >= total {
-                    return false;
+                    return (false, 1);
                 }
                 (ui, o)
             }
         };
+        let key = self.units[ui].offset as u64 + off;
+        if let Some(m) = self.abstract_memo.get(&key).copied()
+            && depth + m.height <= 100
+            && let Some(hits) = self.abstract_hits.as_mut()
+        {
+            *hits += 1;
+            for i in m.start..m.start + m.len {
+                let op = self.abstract_ops[i as usize];
+                self.abstract_trail.push(op);
+                if !self.abstract_effect(op, name, is_linkage, decl) {
+                    return (false, m.height);
+                }
+            }
+            return (m.ok, m.height);
+        }
+        let from = self.abstract_trail.len();
+        let (ok, height) = self.read_abstract_instance(ui, off, depth, name, is_linkage, decl);
+        if !self.abstract_cut {
+            let start = self.abstract_ops.len() as u32;
+            self.abstract_ops.extend_from_slice(&self.abstract_trail[from..]);
+            let len = self.abstract_ops.len() as u32 - start;
+            self.abstract_memo.insert(key, AbstractMemo { start, len, height, ok });
+        }
+        (ok, height)
+    }
+
+    /// Reads the DIE at `off` of unit `ui` for [`Dwarf::abstract_instance`].
+    fn read_abstract_instance(
+        &mut self,
+        ui: usize,
+        off: u64,
+        depth: u32,
+        name: &mut Name,
+        is_linkage: &mut bool,
+        decl: &mut Decl,
+    ) -> (bool, u32) {
         let attrs = match self.die_attrs(ui, off) {
             Ok(Some(a)) => a,
-            Ok(None) => return true,
-            Err(()) => return false,
+            Ok(None) => return (true, 1),
+            Err(()) => return (false, 1),
         };
         let lang = self.units[ui].lang;
+        let mut height = 1;
         for (n, v, rf) in attrs {
-            match (n, v) {
-                (0x03, Val::Str(s))
-                    if name.is_none() => {
-                        *name = s;
-                        if name_is_linkage(lang) {
-                            *is_linkage = true;
-                        }
-                    }
+            let op = match (n, v) {
+                (0x03, Val::Str(s)) => AbstractOp::NameIfNone(s, name_is_linkage(lang)),
                 (0x47, Val::Int { v, .. }) => {
                     let rf = rf.unwrap_or(Ref::Local(v));
-                    if !self.find_abstract_instance(ui, rf, depth + 1, name, is_linkage, decl) {
-                        return false;
+                    let (ok, h) = self.abstract_instance(ui, rf, depth + 1, name, is_linkage, decl);
+                    height = height.max(h + 1);
+                    if !ok {
+                        return (false, height);
                     }
+                    continue;
                 }
-                (0x6e | 0x2007, Val::Str(s)) => {
-                    *name = s;
-                    *is_linkage = true;
-                }
-                (0x3a, v) => {
-                    if !self.maybe_decode(ui) {
-                        return false;
-                    }
-                    if let Val::Int { v, .. } = v {
-                        decl.file = self.units[ui].decoded.as_ref().map(|d| d.lines.filename(v));
-                    }
-                }
-                (0x3b, Val::Int { v, .. }) => decl.line = v as u32,
-                _ => {}
+                (0x6e | 0x2007, Val::Str(s)) => AbstractOp::Linkage(s),
+                (0x3a, Val::Int { v, .. }) => AbstractOp::DeclFile(ui as u32, Some(v)),
+                // A file that is not a number still needs the line table.
+                (0x3a, _) => AbstractOp::DeclFile(ui as u32, None),
+                (0x3b, Val::Int { v, .. }) => AbstractOp::DeclLine(v as u32),
+                _ => continue,
+            };
+            self.abstract_trail.push(op);
+            if !self.abstract_effect(op, name, is_linkage, decl) {
+                return (false, height);
             }
+        }
+        (true, height)
+    }
+
+    /// Does one effect of `find_abstract_instance` (and notes it for the
+    /// calls under way); false if the DIE's unit failed to decode.
+    fn abstract_effect(&mut self, op: AbstractOp, name: &mut Name, is_linkage: &mut bool, decl: &mut Decl) -> bool {
+        match op {
+            AbstractOp::NameIfNone(s, linkage) => {
+                if name.is_none() {
+                    *name = s;
+                    if linkage {
+                        *is_linkage = true;
+                    }
+                }
+            }
+            AbstractOp::Linkage(s) => {
+                *name = s;
+                *is_linkage = true;
+            }
+            AbstractOp::Containing(g) => {
+                self.unit_containing(g);
+            }
+            AbstractOp::DeclFile(ui, v) => {
+                // Decoding may scan another unit: its calls are its own.
+                let trail = std::mem::take(&mut self.abstract_trail);
+                let cut = self.abstract_cut;
+                let ok = self.maybe_decode(ui as usize);
+                self.abstract_trail = trail;
+                self.abstract_cut = cut;
+                if !ok {
+                    return false;
+                }
+                if let Some(v) = v {
+                    decl.file = self.units[ui as usize].decoded.as_ref().map(|d| d.lines.filename(v));
+                }
+            }
+            AbstractOp::DeclLine(l) => decl.line = l,
         }
         true
     }
@@ -1341,6 +1468,38 @@ mod tests {
             }
             assert!(checked > 100, "{rel}: {checked}");
         }
+    }
+
+    /// Repeating the effects of an earlier `find_abstract_instance` for
+    /// the same DIE names every function as reading the DIEs again does.
+    #[test]
+    fn abstract_instances_repeat_as_read() {
+        let decoded = |rel: &str, memo: bool| {
+            let mut d = dwarf(rel);
+            if !memo {
+                d.abstract_hits = None;
+            }
+            while let Some(ui) = d.parse_next() {
+                d.maybe_decode(ui);
+            }
+            let mut funcs = Vec::new();
+            for u in &d.units {
+                for f in u.decoded.iter().flat_map(|x| x.funcs.iter()) {
+                    funcs.push((d.name(f.name), f.is_linkage, f.tag, f.caller, f.caller_line));
+                }
+            }
+            (funcs, d.abstract_hits.unwrap_or(0))
+        };
+        let mut all = 0;
+        for rel in ["cwork", "cppwork", "rustwork"] {
+            let (read, none) = decoded(rel, false);
+            let (repeated, hits) = decoded(rel, true);
+            assert_eq!(none, 0);
+            all += hits;
+            assert!(read.iter().filter(|f| f.0.is_some()).count() > 10, "{rel}");
+            assert_eq!(read, repeated, "{rel}");
+        }
+        assert!(all > 100, "{all} repeats");
     }
 
     #[test]
