@@ -852,12 +852,22 @@ fn expand(out: &mut Vec<u8>, mut text: &[u8], names: &[Box<[u8]>], ip: u64, show
         // Most lines: the tab and the address's two words stored straight
         // into the output, without a copy through the stack.
         let [hi, lo] = format::hex16_words(ip);
-        out.reserve(text.len() + 2 * 17 + 128);
         while let Some((line, name, rest)) = next_line(text) {
-            out.push(b'\t');
-            out.extend_from_slice(&hi);
-            out.extend_from_slice(&lo);
-            put_line(out, names, line, name);
+            let name = name.map_or(&[][..], |id| names.get(id as usize).map_or(&[][..], |n| n));
+            let n = 17 + line.len() + name.len();
+            out.reserve(n);
+            // SAFETY: `reserve` made room for the `n` bytes written past
+            // the length, which then covers exactly them.
+            unsafe {
+                let len = out.len();
+                let at = out.as_mut_ptr().add(len);
+                at.write(b'\t');
+                at.add(1).cast::<[u8; 8]>().write_unaligned(hi);
+                at.add(9).cast::<[u8; 8]>().write_unaligned(lo);
+                format::copy_short(line, at.add(17));
+                format::copy_short(name, at.add(17 + line.len()));
+                out.set_len(len + n);
+            }
             text = rest;
         }
         return;

@@ -65,6 +65,51 @@ pub fn hex(out: &mut Vec<u8>, v: u64, width: usize) {
     pad_left(out, s, width);
 }
 
+/// Copies `src` to `dst` in a few unaligned moves, overlapping where the
+/// length is not a multiple of theirs: the text of a callchain line is
+/// some tens of bytes, and a `memcpy` call costs more than the copy.
+///
+/// # Safety
+/// `dst` must be valid for `src.len()` bytes of writes and not overlap
+/// `src`.
+#[inline(always)]
+pub unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY: every read is within `src`, every write within the first
+    // `n` bytes at `dst`.
+    unsafe {
+        let mv16 = |i: usize| dst.add(i).cast::<[u8; 16]>().write_unaligned(s.add(i).cast::<[u8; 16]>().read_unaligned());
+        // No loop: the compiler would make it a `memcpy` call again.
+        if n > 64 {
+            std::ptr::copy_nonoverlapping(s, dst, n);
+        } else if n >= 32 {
+            mv16(0);
+            mv16(16);
+            mv16(n - 32);
+            mv16(n - 16);
+        } else if n >= 16 {
+            mv16(0);
+            mv16(n - 16);
+        } else if n >= 8 {
+            let (a, b) = (s.cast::<[u8; 8]>().read_unaligned(), s.add(n - 8).cast::<[u8; 8]>().read_unaligned());
+            dst.cast::<[u8; 8]>().write_unaligned(a);
+            dst.add(n - 8).cast::<[u8; 8]>().write_unaligned(b);
+        } else if n >= 4 {
+            let (a, b) = (s.cast::<[u8; 4]>().read_unaligned(), s.add(n - 4).cast::<[u8; 4]>().read_unaligned());
+            dst.cast::<[u8; 4]>().write_unaligned(a);
+            dst.add(n - 4).cast::<[u8; 4]>().write_unaligned(b);
+        } else if n > 0 {
+            let (a, b) = (*s, *s.add(n - 1));
+            if n == 3 {
+                *dst.add(1) = *s.add(1);
+            }
+            *dst = a;
+            *dst.add(n - 1) = b;
+        }
+    }
+}
+
 /// `%16llx` into exactly 16 bytes: right-aligned, space-padded.
 #[inline]
 pub fn hex16(out: &mut [u8], v: u64) {
@@ -177,6 +222,22 @@ pub fn text(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every length copies exactly its bytes, and nothing around them.
+    #[test]
+    fn short_copies_write_exactly_their_bytes() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
+        for n in 0..=300 {
+            for off in [0, 3] {
+                let mut dst = vec![0xeeu8; n + 40];
+                // SAFETY: `dst` has room for `n` bytes at `off + 16`.
+                unsafe { copy_short(&src[off..off + n.min(300 - off)], dst.as_mut_ptr().add(16)) };
+                let m = n.min(300 - off);
+                assert_eq!(&dst[16..16 + m], &src[off..off + m], "{n} at {off}");
+                assert!(dst[..16].iter().chain(&dst[16 + m..]).all(|&b| b == 0xee), "{n} at {off}");
+            }
+        }
+    }
 
     fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut v = Vec::new();
