@@ -465,7 +465,7 @@ pub struct FrameText(u32);
 const NEW: u32 = 1 << 31;
 
 impl FrameText {
-    fn stored(off: Text) -> FrameText {
+    pub(super) fn stored(off: Text) -> FrameText {
         debug_assert!(off < NEW);
         FrameText(off)
     }
@@ -475,7 +475,7 @@ impl FrameText {
     }
 
     /// The offset of a stored text.
-    fn offset(self) -> Option<Text> {
+    pub(super) fn offset(self) -> Option<Text> {
         (self.0 & NEW == 0).then_some(self.0)
     }
 
@@ -491,7 +491,7 @@ impl FrameText {
     }
 
     /// A new text, to be stored.
-    fn keeps(self) -> bool {
+    pub(super) fn keeps(self) -> bool {
         self.0 == NEW | 1
     }
 }
@@ -540,6 +540,11 @@ impl FrameCopier {
             self.names.push(name.into());
             new = rest;
         }
+    }
+
+    /// Where the next text kept goes in the store.
+    pub fn kept_len(&self) -> Text {
+        self.texts.len() as Text
     }
 
     /// Appends the line(s) of a frame at `ip` to `out`; `new` has the

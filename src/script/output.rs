@@ -53,8 +53,29 @@ struct Job {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum JobKind {
     Frame,
+    /// A frame in no map whose fields came before in no map (see
+    /// [`Unmapped`]).
+    Unmapped,
     Map,
     Other,
+}
+
+/// Frames in no map (a third of the lines of a large system-wide
+/// recording: frame-pointer walks through code without frame pointers)
+/// print the same text after the address for given fields. The formatter
+/// places the first of them for each set of fields; if the copier keeps
+/// that text, the later ones go by the formatter without a look and the
+/// copier prints the text it kept. Both sides tell from the first one's
+/// [`FrameText`] whether it was kept, so they agree on what comes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unmapped {
+    /// None yet for these fields.
+    Unseen,
+    /// The text the copier keeps, at this offset of its store
+    /// (the formatter knows only that it is kept).
+    Kept(u32),
+    /// Not kept: placed one by one like other frames.
+    Placed,
 }
 
 const NO_MAP: u8 = u8::MAX;
@@ -209,6 +230,8 @@ pub struct Output {
     batch: Batch,
     /// What the printer's map slots hold.
     slots: [Option<Map>; MAP_SLOTS],
+    /// The fields (line codes) of the frames in no map sent so far.
+    unmapped_seen: [bool; 256],
     to_printer: Option<SyncSender<Msg>>,
     recycled: Receiver<Batch>,
     failed: Arc<AtomicBool>,
@@ -283,6 +306,7 @@ impl Output {
         Output {
             batch: Batch::with_room(),
             slots: [None; MAP_SLOTS],
+            unmapped_seen: [false; 256],
             to_printer: Some(to_printer),
             recycled,
             failed,
@@ -303,7 +327,11 @@ impl Output {
     pub fn frame(&mut self, at: usize, ip: u64, map: Option<&Map>, code: u8) {
         let at = at as u32;
         let slot = match map {
-            None => NO_MAP,
+            None if self.unmapped_seen[code as usize] => return self.push_job(at, JobKind::Unmapped, NO_MAP, code, ip),
+            None => {
+                self.unmapped_seen[code as usize] = true;
+                NO_MAP
+            }
             Some(m) => {
                 let slot = map_slot(m);
                 if self.slots[slot as usize].as_ref() != Some(m) {
@@ -315,7 +343,7 @@ impl Output {
                 slot
             }
         };
-        self.push_frame(at, slot, code, ip);
+        self.push_job(at, JobKind::Frame, slot, code, ip);
     }
 
     /// [`Output::frame`] for a line in the map of the line just left.
@@ -323,22 +351,21 @@ impl Output {
     pub fn frame_same_map(&mut self, at: usize, ip: u64, code: u8) {
         if let Some(last) = self.batch.jobs.last() {
             debug_assert!(last.kind == JobKind::Frame && last.slot != NO_MAP);
-            self.push_frame(at as u32, last.slot, code, ip);
+            self.push_job(at as u32, JobKind::Frame, last.slot, code, ip);
         }
     }
 
     /// A frame job, or one more repeat of the job before if it is the same.
     #[inline]
-    fn push_frame(&mut self, at: u32, slot: u8, code: u8, ip: u64) {
+    fn push_job(&mut self, at: u32, kind: JobKind, slot: u8, code: u8, ip: u64) {
         if let Some(last) = self.batch.jobs.last_mut()
-            && last.kind == JobKind::Frame
-            && (last.at, last.slot, last.code, last.arg) == (at, slot, code, ip)
+            && (last.kind, last.at, last.slot, last.code, last.arg) == (kind, at, slot, code, ip)
             && last.repeat < u8::MAX
         {
             last.repeat += 1;
             return;
         }
-        self.batch.jobs.push(Job { at, kind: JobKind::Frame, slot, code, repeat: 0, arg: ip });
+        self.batch.jobs.push(Job { at, kind, slot, code, repeat: 0, arg: ip });
     }
 
     /// Has the loader thread load `dso`'s symbols (unless it already is);
@@ -466,6 +493,7 @@ fn format_loop(mut formatter: FrameFormatter, ends: Ends, cpu: &AtomicU64) {
     let mut slots: [Option<Map>; MAP_SLOTS] = [None; MAP_SLOTS];
     // Answers to requests made ahead of need, by request number.
     let mut early: std::collections::HashMap<u64, ShippedDso> = Default::default();
+    let mut unmapped = [Unmapped::Unseen; 256];
     while let Ok(msg) = from_reader.recv() {
         match msg {
             Msg::Batch(mut batch) => {
@@ -475,10 +503,14 @@ fn format_loop(mut formatter: FrameFormatter, ends: Ends, cpu: &AtomicU64) {
                 let mut others = batch.others.drain(..);
                 for job in &batch.jobs {
                     match job.kind {
-                        JobKind::Frame if !stopped => {
+                        JobKind::Unmapped if matches!(unmapped[job.code as usize], Unmapped::Kept(_)) => {}
+                        JobKind::Frame | JobKind::Unmapped if !stopped => {
                             let map = job.map(&slots);
                             let at = formatter.format_job(&mut batch.new_texts, job.code, map, job.arg);
                             batch.frames.push(at);
+                            if map.is_none() && unmapped[job.code as usize] == Unmapped::Unseen {
+                                unmapped[job.code as usize] = if at.kept() { Unmapped::Kept(0) } else { Unmapped::Placed };
+                            }
                             // A repeated line the copier keeps is copied
                             // again; one it does not is made again.
                             if !at.kept() {
@@ -488,7 +520,7 @@ fn format_loop(mut formatter: FrameFormatter, ends: Ends, cpu: &AtomicU64) {
                                 }
                             }
                         }
-                        JobKind::Frame => {}
+                        JobKind::Frame | JobKind::Unmapped => {}
                         JobKind::Map => slots[job.slot as usize] = Some(batch.maps[job.arg as usize]),
                         JobKind::Other => match others.next() {
                             Some(Other::Dso(u)) => formatter.update_dso(*u),
@@ -576,6 +608,7 @@ fn load_loop(symbolizer: &mut Symbolizer, requests: &Receiver<(u64, LoadRequest)
 
 fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncSender<Batch>, failed: Arc<AtomicBool>, cpu: &AtomicU64) {
     let mut copier = FrameCopier::new();
+    let mut unmapped = [Unmapped::Unseen; 256];
     let mut buf: Vec<u8> = Vec::with_capacity(WRITE_AT + BATCH_TEXT);
     let mut error: Option<std::io::Error> = None;
     while let Ok(msg) = from_formatter.recv() {
@@ -595,11 +628,23 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
                         buf.extend_from_slice(&batch.text[from..at]);
                         from = at;
                     }
-                    if job.kind != JobKind::Frame {
-                        continue;
+                    let place = match job.kind {
+                        JobKind::Map | JobKind::Other => continue,
+                        JobKind::Unmapped if let Unmapped::Kept(off) = unmapped[job.code as usize] => FrameText::stored(off),
+                        // The formatter placed every other frame (unless
+                        // writing failed).
+                        _ => match frames.next() {
+                            Some(&place) => place,
+                            None => break,
+                        },
+                    };
+                    if job.kind == JobKind::Frame && job.slot == NO_MAP && unmapped[job.code as usize] == Unmapped::Unseen {
+                        unmapped[job.code as usize] = match place.offset() {
+                            Some(off) => Unmapped::Kept(off),
+                            None if place.keeps() => Unmapped::Kept(copier.kept_len()),
+                            None => Unmapped::Placed,
+                        };
                     }
-                    // The formatter placed every frame (unless writing failed).
-                    let Some(&place) = frames.next() else { break };
                     let start = buf.len();
                     copier.print(&mut buf, job.arg, code_shows_ip(job.code), job.style(), place, new_text(&batch.new_texts, &mut pos, place));
                     if place.kept() {
@@ -782,6 +827,45 @@ mod tests {
         assert_eq!(out.requests, 3, "a used request is not used again");
         // The printer installs all three (b's answer waits behind a's).
         out.flush(&mut Vec::new()).expect("written");
+    }
+
+    /// Frames in no map print as each would alone, whether the formatter
+    /// saw them (the first per fields, and those whose text is not kept)
+    /// or let them by (see [`Unmapped`]), across batches and fields.
+    #[test]
+    fn frames_in_no_map_print_as_alone() {
+        let opts = [
+            IpOpts { ip: true, sym: true, dso: true, ..IpOpts::default() },
+            IpOpts { ip: true, sym: true, dso: true, srcline: true, ..IpOpts::default() },
+            IpOpts { ip: true, sym: true, ..IpOpts::default() },
+            IpOpts { ip: true, dso: true, symoff: true, ..IpOpts::default() },
+        ];
+        let code = |i: usize, ip| FrameJob { ip, map: None, opts: opts[i % opts.len()], style: LineStyle::Callchain, cookie: false }.code();
+        let run = |frames: &[(usize, u64)], batch: usize| {
+            let written = Arc::new(Mutex::new(Vec::new()));
+            let mut out = Output::start(Shared(written.clone()), SymbolConfig::default(), Vec::new());
+            let mut text = Vec::new();
+            for (n, &(i, ip)) in frames.iter().enumerate() {
+                text.extend_from_slice(format!("sample {n}\n").as_bytes());
+                out.frame(text.len(), ip, None, code(i, ip));
+                out.frame(text.len(), ip, None, code(i, ip));
+                if n % batch == batch - 1 {
+                    out.send(&mut text);
+                }
+            }
+            out.flush(&mut text).expect("written");
+            written.lock().expect("unpoisoned").clone()
+        };
+        let frames: Vec<(usize, u64)> = (0..40).map(|n| (n * 7 % 5, 0x1000 + (n as u64 % 3) * 0x10)).collect();
+        let alone: Vec<u8> = frames.iter().enumerate().flat_map(|(n, &f)| {
+            let mut one = run(&[f], 1);
+            let head = format!("sample {n}\n");
+            one.splice(..b"sample 0\n".len(), head.bytes());
+            one
+        }).collect();
+        for batch in [1, 3, 40] {
+            assert_eq!(String::from_utf8_lossy(&run(&frames, batch)), String::from_utf8_lossy(&alone), "batches of {batch}");
+        }
     }
 
     /// A line that comes many times in a row travels once, and prints as
