@@ -508,7 +508,7 @@ fn format_loop(mut formatter: FrameFormatter, ends: Ends, cpu: &AtomicU64) {
                             let map = job.map(&slots);
                             let at = formatter.format_job(&mut batch.new_texts, job.code, map, job.arg);
                             batch.frames.push(at);
-                            if map.is_none() && unmapped[job.code as usize] == Unmapped::Unseen {
+                            if job.slot == NO_MAP && unmapped[job.code as usize] == Unmapped::Unseen {
                                 unmapped[job.code as usize] = if at.kept() { Unmapped::Kept(0) } else { Unmapped::Placed };
                             }
                             // A repeated line the copier keeps is copied
@@ -638,7 +638,7 @@ fn copy_loop<W: Write>(mut out: W, from_formatter: Receiver<Msg>, recycle: SyncS
                             None => break,
                         },
                     };
-                    if job.kind == JobKind::Frame && job.slot == NO_MAP && unmapped[job.code as usize] == Unmapped::Unseen {
+                    if job.slot == NO_MAP && unmapped[job.code as usize] == Unmapped::Unseen {
                         unmapped[job.code as usize] = match place.offset() {
                             Some(off) => Unmapped::Kept(off),
                             None if place.keeps() => Unmapped::Kept(copier.kept_len()),
