@@ -124,7 +124,8 @@ pub fn hex16(out: &mut [u8], v: u64) {
 #[inline]
 pub fn hex16_words(v: u64) -> [[u8; 8]; 2] {
     #[cfg(target_arch = "x86_64")]
-    if has_ssse3() {
+    // The answer is cached after the first ask.
+    if std::arch::is_x86_feature_detected!("ssse3") {
         // SAFETY: the CPU has SSSE3.
         return unsafe { hex16_ssse3(v) };
     }
@@ -135,22 +136,6 @@ fn hex16_swar(v: u64) -> [[u8; 8]; 2] {
     // Leading zeros become spaces; the last digit always stays.
     let pad = (v.leading_zeros() / 4).min(15);
     [hex8(v >> 32, pad.min(8)).to_be_bytes(), hex8(v & 0xffff_ffff, pad.saturating_sub(8)).to_be_bytes()]
-}
-
-/// Whether the CPU has SSSE3 (asked once).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_ssse3() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static KNOWN: AtomicU8 = AtomicU8::new(0);
-    match KNOWN.load(Ordering::Relaxed) {
-        0 => {
-            let yes = std::arch::is_x86_feature_detected!("ssse3");
-            KNOWN.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-            yes
-        }
-        k => k == 2,
-    }
 }
 
 /// [`hex16_words`] with one table lookup for all 16 digits: the nibbles

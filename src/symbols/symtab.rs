@@ -283,25 +283,22 @@ impl SymTab {
         id
     }
 
-    /// Inserts symbols one after the other, in the order given.
+    /// Inserts symbols one after the other, in the order given (as
+    /// [`SymTab::insert`] does each); the first table's vector becomes the
+    /// table rather than being copied into it.
     pub fn insert_all(&mut self, new: Vec<Sym>) {
+        let first = self.syms.len() as NodeId;
         if self.syms.is_empty() {
-            // The first table: taken as it is, not copied.
-            let n = new.len() as NodeId;
             self.syms = new;
-            self.live = vec![true; n as usize];
-            self.log = (0..n).collect();
-            self.unsorted = (0..n).collect();
-            self.overlaps = None;
-            self.sync();
-            return;
+        } else {
+            self.syms.extend(new);
         }
-        self.syms.reserve(new.len());
-        self.live.reserve(new.len());
-        self.log.reserve(new.len());
-        self.unsorted.reserve(new.len());
-        for s in new {
-            self.insert(s);
+        let end = self.syms.len() as NodeId;
+        if end > first {
+            self.live.resize(end as usize, true);
+            self.log.extend(first..end);
+            self.unsorted.extend(first..end);
+            self.overlaps = None;
         }
         self.sync();
     }

@@ -270,7 +270,7 @@ pub struct Dwarf {
     abstract_trail: Vec<AbstractOp>,
     /// The depth limit cut a call under way short.
     abstract_cut: bool,
-    /// Calls answered from `abstract_memo` (false: none are, for tests).
+    /// Calls answered from `abstract_memo` (`None`: none are, for tests).
     abstract_hits: Option<u64>,
 }
 
