@@ -133,6 +133,10 @@ pub struct SymTab {
     /// perf's tree, with the log replayed up to `replayed`.
     exact: Option<RbTree<()>>,
     replayed: usize,
+    /// Walks over `exact` so far: by the lowest address of each, the
+    /// highest and what they found (see [`walk`]); valid while the tree
+    /// and the symbols' ends stay as they are.
+    walked: std::collections::BTreeMap<u64, (u64, Option<NodeId>)>,
     /// Whether live symbols overlap (`None`: not known since the last
     /// change).
     overlaps: Option<bool>,
@@ -638,6 +642,7 @@ impl SymTab {
             bad(a) || a.start >= b.start || a.end > b.start
         }) || self.order.last().is_some_and(|&l| bad(&self.syms[l as usize]));
         self.overlaps = Some(o);
+        self.walked.clear();
         self.starts.clear();
         self.starts.extend(self.order.iter().map(|&id| self.syms[id as usize].start));
         self.strides.clear();
@@ -681,8 +686,16 @@ impl SymTab {
     }
 
     fn exact_find(&mut self, ip: u64) -> Option<NodeId> {
+        // A change since the last overlap check (`overlaps` unknown) may
+        // have moved an end the walks went by.
+        if self.overlaps.is_none() {
+            self.walked.clear();
+        }
         self.materialize();
         let tree = self.exact.get_or_insert_with(RbTree::default);
+        if self.replayed < self.log.len() {
+            self.walked.clear();
+        }
         for &op in &self.log[self.replayed..] {
             if op & ERASED != 0 {
                 tree.erase(op & !ERASED);
@@ -692,21 +705,57 @@ impl SymTab {
             }
         }
         self.replayed = self.log.len();
-        let mut n = tree.root();
-        while let Some(id) = n {
-            let s = &self.syms[id as usize];
-            if ip < s.start {
-                n = tree.left(id);
-            } else if ip > s.end || (ip == s.end && ip != s.start) {
-                n = tree.right(id);
-            } else {
-                return Some(id);
-            }
+        if let Some((_, &(hi, found))) = self.walked.range(..=ip).next_back()
+            && ip <= hi
+        {
+            return found;
         }
-        None
+        let (found, lo, hi) = walk(tree, &self.syms, ip);
+        self.walked.insert(lo, (hi, found));
+        found
     }
 }
 
+/// perf's `symbols__find` over `tree`: the symbol found for `ip`, and the
+/// addresses `lo..=hi` around `ip` that take the same way down (every
+/// comparison on the way comes out the same for them), so find the same.
+/// A walk misses the cache at each of its ~20 levels in a large table;
+/// the addresses of one function mostly share one way.
+fn walk(tree: &RbTree<()>, syms: &[Sym], ip: u64) -> (Option<NodeId>, u64, u64) {
+    let (mut lo, mut hi) = (0, u64::MAX);
+    let mut n = tree.root();
+    while let Some(id) = n {
+        let s = &syms[id as usize];
+        if ip < s.start {
+            hi = hi.min(s.start - 1);
+            n = tree.left(id);
+            continue;
+        }
+        lo = lo.max(s.start);
+        // From `start` on, the walk goes right from `past` on: from the
+        // end of a sized symbol, past the start of a zero-sized one, and
+        // always for one that ends before it starts.
+        let past = match s.end.cmp(&s.start) {
+            std::cmp::Ordering::Greater => Some(s.end),
+            std::cmp::Ordering::Equal => s.start.checked_add(1),
+            std::cmp::Ordering::Less => Some(s.start),
+        };
+        match past {
+            Some(p) if ip >= p => {
+                lo = lo.max(p);
+                n = tree.right(id);
+            }
+            // ip < p (p > start here, or none: nothing is past the top).
+            _ => {
+                if let Some(p) = past {
+                    hi = hi.min(p - 1);
+                }
+                return (Some(id), lo, hi);
+            }
+        }
+    }
+    (None, lo, hi)
+}
 /// Whether perf's walk stops at `s` for `ip`.
 fn matches(s: &Sym, ip: u64) -> bool {
     s.start <= ip && (ip < s.end || ip == s.start)
@@ -1041,5 +1090,58 @@ mod tests {
             fast_rounds += usize::from(!t.has_overlaps());
         }
         assert!(fast_rounds >= 50, "only {fast_rounds} tables without overlaps");
+    }
+    /// Lookups answered from earlier walks ([`walk`]'s ranges) find what a
+    /// walk of their own finds: random tables with overlaps, addresses in
+    /// random order, between insertions, erasures and moved ends.
+    #[test]
+    fn remembered_walks_answer_as_fresh_ones() {
+        let mut rnd = crate::testing::rng(0x9e37_79b9_7f4a_7c15);
+        let mut remembered = 0;
+        for round in 0..200 {
+            let mut t = SymTab::default();
+            let syms: Vec<Sym> = (0..1 + rnd(80))
+                .map(|i| s(rnd(300) * 4, rnd(4) * 4 * (1 + rnd(4)), STB_GLOBAL, &format!("s{round}_{i}")))
+                .collect();
+            t.insert_all(syms);
+            if round % 2 == 0 {
+                t.fixup_end(false);
+                t.fixup_duplicate();
+            }
+            for step in 0..4 {
+                let mut ips: Vec<u64> = (0..1300).collect();
+                for i in (1..ips.len()).rev() {
+                    ips.swap(i, rnd(i as u64 + 1) as usize);
+                }
+                for ip in ips {
+                    let fresh = {
+                        let tree = t.exact.as_ref();
+                        tree.map(|tree| walk(tree, &t.syms, ip).0)
+                    };
+                    let before = t.walked.len();
+                    let found = t.exact_find(ip);
+                    remembered += usize::from(fresh.is_some() && t.walked.len() == before);
+                    assert_eq!(found, walk(t.exact.as_ref().unwrap(), &t.syms, ip).0, "round {round} step {step} ip {ip}");
+                    assert_eq!(t.find_id(ip), found, "round {round} step {step} ip {ip}");
+                }
+                match step {
+                    0 => {
+                        t.insert(s(rnd(300) * 4, rnd(3) * 8, STB_GLOBAL, "late"));
+                    }
+                    1 => {
+                        if let Some(id) = t.position(|s| s.start % 3 == 0) {
+                            t.remove(id);
+                        }
+                    }
+                    _ => {
+                        if let Some(id) = t.position(|s| s.end > s.start + 4) {
+                            let start = t.get(id).start;
+                            t.get_mut(id).end = if round % 2 == 0 { start + 4 } else { start.wrapping_sub(4) };
+                        }
+                    }
+                }
+            }
+        }
+        assert!(remembered > 100_000, "{remembered}");
     }
 }
