@@ -1091,6 +1091,7 @@ mod tests {
         }
         assert!(fast_rounds >= 50, "only {fast_rounds} tables without overlaps");
     }
+
     /// Lookups answered from earlier walks ([`walk`]'s ranges) find what a
     /// walk of their own finds: random tables with overlaps, addresses in
     /// random order, between insertions, erasures and moved ends.
@@ -1114,13 +1115,9 @@ mod tests {
                     ips.swap(i, rnd(i as u64 + 1) as usize);
                 }
                 for ip in ips {
-                    let fresh = {
-                        let tree = t.exact.as_ref();
-                        tree.map(|tree| walk(tree, &t.syms, ip).0)
-                    };
-                    let before = t.walked.len();
+                    let (had_tree, before) = (t.exact.is_some(), t.walked.len());
                     let found = t.exact_find(ip);
-                    remembered += usize::from(fresh.is_some() && t.walked.len() == before);
+                    remembered += usize::from(had_tree && t.walked.len() == before);
                     assert_eq!(found, walk(t.exact.as_ref().unwrap(), &t.syms, ip).0, "round {round} step {step} ip {ip}");
                     assert_eq!(t.find_id(ip), found, "round {round} step {step} ip {ip}");
                 }
