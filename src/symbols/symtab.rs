@@ -745,17 +745,15 @@ fn walk(tree: &RbTree<()>, syms: &[Sym], ip: u64) -> (Option<NodeId>, u64, u64) 
                 lo = lo.max(p);
                 n = tree.right(id);
             }
-            // ip < p (p > start here, or none: nothing is past the top).
-            _ => {
-                if let Some(p) = past {
-                    hi = hi.min(p - 1);
-                }
-                return (Some(id), lo, hi);
-            }
+            // Found: ip < p, and p > start.
+            Some(p) => return (Some(id), lo, hi.min(p - 1)),
+            // A zero-sized symbol at the top address.
+            None => return (Some(id), lo, hi),
         }
     }
     (None, lo, hi)
 }
+
 /// Whether perf's walk stops at `s` for `ip`.
 fn matches(s: &Sym, ip: u64) -> bool {
     s.start <= ip && (ip < s.end || ip == s.start)
