@@ -1004,7 +1004,6 @@ impl Dwarf {
             *hits += 1;
             for i in m.start..m.start + m.len {
                 let op = self.abstract_ops[i as usize];
-                self.abstract_trail.push(op);
                 if !self.abstract_effect(op, name, is_linkage, decl) {
                     return (false, m.height);
                 }
@@ -1058,7 +1057,6 @@ impl Dwarf {
                 (0x3b, Val::Int { v, .. }) => AbstractOp::DeclLine(v as u32),
                 _ => continue,
             };
-            self.abstract_trail.push(op);
             if !self.abstract_effect(op, name, is_linkage, decl) {
                 return (false, height);
             }
@@ -1069,6 +1067,7 @@ impl Dwarf {
     /// Does one effect of `find_abstract_instance` (and notes it for the
     /// calls under way); false if the DIE's unit failed to decode.
     fn abstract_effect(&mut self, op: AbstractOp, name: &mut Name, is_linkage: &mut bool, decl: &mut Decl) -> bool {
+        self.abstract_trail.push(op);
         match op {
             AbstractOp::NameIfNone(s, linkage) => {
                 if name.is_none() {
