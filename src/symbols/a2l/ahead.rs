@@ -27,7 +27,7 @@
 //!
 //! [`Trail`]: super::dwarf::Trail
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::dwarf::{Dwarf, Ready};
@@ -42,19 +42,50 @@ struct State {
     ready: HashMap<u32, Ready>,
     /// The unit being decoded now.
     working: Option<u32>,
-    /// Units the session decodes itself.
-    claimed: HashSet<u32>,
+    /// Units the session decodes itself (a bit per unit).
+    claimed: Vec<u64>,
     /// The decoder starts no unit below this one: the session, which
     /// needs units in the decoder's order, caught up with it, and each
     /// waiting for the unit the other is on would leave one of them idle.
     from: u32,
     /// The decoder stopped (done, failed or gone).
     over: bool,
+    /// How many units the session found before the end of `.debug_info`
+    /// (or a unit it could not read), once it got there.
+    units: Option<u32>,
 }
 
 impl State {
     fn skip_below(&mut self, ui: u32) {
         self.from = self.from.max(ui);
+    }
+
+    fn claim(&mut self, ui: u32) {
+        let w = ui as usize / 64;
+        if self.claimed.len() <= w {
+            self.claimed.resize(w + 1, 0);
+        }
+        self.claimed[w] |= 1 << (ui % 64);
+    }
+
+    fn is_claimed(&self, ui: u32) -> bool {
+        self.claimed.get(ui as usize / 64).is_some_and(|w| w & 1 << (ui % 64) != 0)
+    }
+
+    /// Whether the decoder, at unit `ui`, has nothing left to do: the
+    /// session found no units past the `n`th, and claimed every one from
+    /// where the decoder may start on.
+    fn nothing_left(&self, ui: u32) -> bool {
+        let Some(n) = self.units else { return false };
+        let mut u = self.from.max(ui);
+        while u < n {
+            let w = self.claimed.get(u as usize / 64).copied().unwrap_or(0) | ((1u64 << (u % 64)) - 1);
+            if w != u64::MAX {
+                return u - u % 64 + (!w).trailing_zeros() >= n;
+            }
+            u = u - u % 64 + 64;
+        }
+        true
     }
 }
 
@@ -76,7 +107,7 @@ impl Shared {
                 return Some(r);
             }
             if s.working != Some(ui) || s.over {
-                s.claimed.insert(ui);
+                s.claim(ui);
                 return None;
             }
             // The units right after this one are the session's to decode.
@@ -90,6 +121,14 @@ impl Shared {
     pub fn skip_below(&self, ui: u32) {
         if let Ok(mut s) = self.state.lock() {
             s.skip_below(ui);
+        }
+    }
+
+    /// The session found no unit after its first `n`: once it has also
+    /// claimed its way past them, the decoder's walk would be for nothing.
+    pub fn last_unit(&self, n: usize) {
+        if let Ok(mut s) = self.state.lock() {
+            s.units = Some(n as u32);
         }
     }
 
@@ -144,20 +183,33 @@ impl Decoder {
         &self.shared
     }
 
+    /// Units this decoder has read (parsed the header of) so far.
+    #[cfg(test)]
+    pub fn units_read(&self) -> usize {
+        self.dwarf.units.len()
+    }
+
     /// Decodes the next unit in binutils' order that the session has not
     /// claimed, and hands it (and the units it decoded for its references)
     /// over.
     pub fn step(&mut self) -> Step {
         loop {
             let ui = self.next;
-            if ui >= self.dwarf.units.len() && self.dwarf.parse_next().is_none() {
-                self.shared.end();
-                return Step::Done;
-            }
             {
                 let Ok(mut s) = self.shared.state.lock() else { return Step::Done };
-                if s.over {
+                // Nothing left at or past `from` that the session found.
+                if s.over || s.nothing_left(ui as u32) {
+                    drop(s);
+                    self.shared.end();
                     return Step::Done;
+                }
+                if ui >= self.dwarf.units.len() {
+                    drop(s);
+                    if self.dwarf.parse_next().is_none() {
+                        self.shared.end();
+                        return Step::Done;
+                    }
+                    continue;
                 }
                 if ui < s.from as usize {
                     // Units are found one after the other: parsed one per
@@ -170,7 +222,7 @@ impl Decoder {
                 }
                 self.next += 1;
                 let u = &self.dwarf.units[ui];
-                if s.claimed.contains(&(ui as u32)) || u.lines_ready || u.error {
+                if s.is_claimed(ui as u32) || u.lines_ready || u.error {
                     continue;
                 }
                 s.working = Some(ui as u32);
@@ -185,7 +237,7 @@ impl Decoder {
             let done = self.dwarf.take_finished();
             if let Ok(mut s) = self.shared.state.lock() {
                 for (u, r) in done {
-                    if !s.claimed.contains(&(u as u32)) {
+                    if !s.is_claimed(u as u32) {
                         s.ready.insert(u as u32, r);
                     }
                 }

@@ -489,6 +489,17 @@ impl Dwarf {
     /// `None` once there is none, or after a unit it cannot read (binutils
     /// then ignores the rest of `.debug_info`).
     pub fn parse_next(&mut self) -> Option<usize> {
+        let parsed = self.parse_unit();
+        if parsed.is_none()
+            && let Some(a) = &self.ahead
+        {
+            // No unit past these: the decoder has nothing to find there.
+            a.last_unit(self.units.len());
+        }
+        parsed
+    }
+
+    fn parse_unit(&mut self) -> Option<usize> {
         let off = self.next_unit?;
         self.next_unit = None;
         let endian = self.endian();

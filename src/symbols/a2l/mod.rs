@@ -389,6 +389,32 @@ mod tests {
     }
 
     #[test]
+    fn a_decoder_stops_once_the_session_decoded_past_the_last_unit() {
+        let mut stopped = 0;
+        for rel in ["cwork", "cppwork", "rustwork"] {
+            let bytes = fixture(&format!("tmp/pstitch-fixtures/bin/{rel}"));
+            let (lo, hi) = text_range(&session(bytes.clone()).unwrap());
+            let (mut s, decoder) = Session::with_decoder(Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap());
+            let mut decoder = decoder.expect("DWARF");
+            let mut plain = session(bytes).unwrap();
+            // An address past every unit has the session read them all.
+            for a in (lo..hi).step_by(16).chain([hi + 0x10_0000]) {
+                assert_eq!(s.query(a), plain.query(a), "{rel} {a:#x}");
+            }
+            let d = s.dwarf.as_ref().unwrap();
+            if d.units.iter().all(|u| u.lines_ready || u.error) {
+                assert_eq!(decoder.step(), ahead::Step::Done, "{rel}");
+                assert_eq!(decoder.units_read(), 0, "{rel}: the decoder read units no one needs");
+                stopped += 1;
+            } else {
+                // Units left for it: it decodes them.
+                assert_eq!(decoder.step(), ahead::Step::Worked, "{rel}");
+            }
+        }
+        assert!(stopped > 0);
+    }
+
+    #[test]
     fn a_decoder_on_another_thread() {
         let bytes = fixture("tmp/pstitch-fixtures/bin/rustwork");
         let (lo, hi) = text_range(&session(bytes.clone()).unwrap());
