@@ -330,6 +330,22 @@ impl LineTable {
             }
             n
         };
+        // What each special opcode adds to the address and the line, worked
+        // out once per table rather than with two divisions per row (most
+        // rows come from special opcodes). Only for `max_ops` 1 (all but
+        // VLIW targets); the others divide as they go.
+        let special: Vec<(u64, i64)> = if max_ops == 1 && line_range != 0 {
+            (opcode_base as u64..256)
+                .map(|op| {
+                    let adj = op - opcode_base as u64;
+                    (adj / line_range as u64 * min_insn as u64, line_base + (adj % line_range as u64) as i64)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // A row per two or three bytes of program, about.
+        t.rows.reserve((end - r.pos()) / 3);
         while r.pos() < end {
             let mut address: u64 = 0;
             let mut op_index: u8 = 0;
@@ -345,6 +361,17 @@ impl LineTable {
             let file_id = |t: &LineTable, f: u32| if f != NONE && !t.names[f as usize].is_empty() { f } else { NONE };
             while !end_sequence && r.pos() < end {
                 let op = r.u8();
+                if let Some(&(addr_adv, line_adv)) = special.get(op.wrapping_sub(opcode_base) as usize)
+                    && op >= opcode_base
+                {
+                    address = address.wrapping_add(addr_adv);
+                    line = (line as i64 + line_adv) as u32;
+                    let f = file_id(&t, file);
+                    t.add(Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
+                    low_pc = low_pc.min(address);
+                    high_pc = high_pc.max(address);
+                    continue;
+                }
                 if op >= opcode_base {
                     let adj = (op - opcode_base) as u64;
                     if line_range == 0 {
