@@ -67,6 +67,14 @@ fn trunc(what: &'static str) -> impl FnOnce(Truncated) -> SampleError {
 impl<'a> Sample<'a> {
     /// Decodes a sample body (the record without its 8-byte header).
     pub fn parse(body: &'a [u8], attr: &Attr, endian: Endian) -> Result<Sample<'a>, SampleError> {
+        match Sample::parse_fixed(body, attr, endian) {
+            Some(s) => Ok(s),
+            None => Sample::parse_fields(body, attr, endian),
+        }
+    }
+
+    /// [`Sample::parse`] field by field, for any layout.
+    fn parse_fields(body: &'a [u8], attr: &Attr, endian: Endian) -> Result<Sample<'a>, SampleError> {
         let st = attr.sample_type;
         let mut c = Cursor::new(body, endian);
         // Without PERIOD every sample stands for the fixed sample_period
@@ -174,6 +182,63 @@ impl<'a> Sample<'a> {
             c.skip(n).map_err(trunc("AUX"))?;
         }
         Ok(s)
+    }
+
+    /// [`Sample::parse`] for the common layout, little-endian: nothing
+    /// sampled but fields of one word each, then the callchain last:
+    ///
+    /// ```text
+    /// [IDENTIFIER] [IP] [pid,tid] [TIME] [ADDR] [ID] [STREAM_ID] [cpu,res] [PERIOD] [nr, ips[nr]]
+    /// ```
+    ///
+    /// `None` for any other layout, or for a body too short for it (the
+    /// general decoding then names the field that runs past the end).
+    #[inline]
+    fn parse_fixed(body: &'a [u8], attr: &Attr, endian: Endian) -> Option<Sample<'a>> {
+        const WORDS: u64 = IDENTIFIER | IP | TID | TIME | ADDR | ID | STREAM_ID | CPU | PERIOD;
+        let st = attr.sample_type;
+        if st & !(WORDS | CALLCHAIN) != 0 || endian != Endian::Little {
+            return None;
+        }
+        let n = (st & WORDS).count_ones() as usize;
+        let (words, rest) = body.split_at_checked(n * 8)?;
+        let mut words = words.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        let mut s = Sample { pid: -1, tid: -1, cpu: u32::MAX, time: u64::MAX, period: attr.sample_period, ..Sample::default() };
+        let mut word = |bit: u64| if st & bit != 0 { words.next() } else { None };
+        if let Some(v) = word(IDENTIFIER) {
+            s.id = Some(v);
+        }
+        if let Some(v) = word(IP) {
+            s.ip = v;
+        }
+        if let Some(v) = word(TID) {
+            s.pid = v as u32 as i32;
+            s.tid = (v >> 32) as u32 as i32;
+        }
+        if let Some(v) = word(TIME) {
+            s.time = v;
+        }
+        if let Some(v) = word(ADDR) {
+            s.addr = v;
+        }
+        if let Some(v) = word(ID) {
+            s.id = Some(v);
+        }
+        if let Some(v) = word(STREAM_ID) {
+            s.stream_id = v;
+        }
+        if let Some(v) = word(CPU) {
+            s.cpu = v as u32;
+        }
+        if let Some(v) = word(PERIOD) {
+            s.period = v;
+        }
+        if st & CALLCHAIN != 0 {
+            let (nr, ips) = rest.split_first_chunk::<8>()?;
+            let len = usize::try_from(u64::from_le_bytes(*nr)).ok()?.checked_mul(8)?;
+            s.callchain = Some(U64Array::new(ips.get(..len)?, endian));
+        }
+        Some(s)
     }
 
     /// Only the timestamp of a sample body (perf orders events by it before
@@ -286,6 +351,38 @@ mod tests {
         let cc: Vec<u64> = s.callchain.unwrap().iter().collect();
         assert_eq!(cc, vec![0xffff_ffff_ffff_ff80, 0x55]);
         assert_eq!(Sample::parse_time(&body, &attr, Endian::Little), Some(99));
+    }
+
+    /// Every layout the fixed reading takes, on bodies of every length
+    /// around the callchain's end: it answers as the reading field by
+    /// field does, or leaves the body to it.
+    #[test]
+    fn the_fixed_layout_reads_as_field_by_field() {
+        let bits = [IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD, CALLCHAIN];
+        let (mut fixed, mut checked) = (0, 0);
+        for mask in 0..1u32 << bits.len() {
+            let st = bits.iter().enumerate().filter(|(i, _)| mask & 1 << i != 0).fold(0, |a, (_, b)| a | b);
+            let attr = Attr { sample_type: st, sample_period: 4000, ..Attr::default() };
+            let n = (mask & 0x1ff).count_ones() as u64;
+            let mut words: Vec<u64> = (1..=n).map(|i| i * 0x0101_0101_0101_0101 + (i << 32)).collect();
+            words.extend([3, 0xffff_ffff_ffff_ff80, 0x55, 0x66, 0x77]);
+            let full = le(&words);
+            for len in 0..=full.len() {
+                let body = &full[..len];
+                let general = Sample::parse_fields(body, &attr, Endian::Little);
+                match Sample::parse_fixed(body, &attr, Endian::Little) {
+                    Some(s) => {
+                        fixed += 1;
+                        let g = general.expect("the fields decode too");
+                        assert_eq!(format!("{s:?}"), format!("{g:?}"), "sample_type {st:#x}, {len} bytes");
+                    }
+                    None => assert!(general.is_err(), "sample_type {st:#x}, {len} bytes: the fields decode, the fixed reading does not"),
+                }
+                checked += 1;
+            }
+            assert!(Sample::parse_fixed(&full, &attr, Endian::Big).is_none());
+        }
+        assert!(fixed > 1000 && checked > fixed, "{fixed} of {checked}");
     }
 
     #[test]
