@@ -361,30 +361,20 @@ impl LineTable {
             let file_id = |t: &LineTable, f: u32| if f != NONE && !t.names[f as usize].is_empty() { f } else { NONE };
             while !end_sequence && r.pos() < end {
                 let op = r.u8();
-                if let Some(&(addr_adv, line_adv)) = special.get(op.wrapping_sub(opcode_base) as usize)
-                    && op >= opcode_base
-                {
-                    address = address.wrapping_add(addr_adv);
-                    line = (line as i64 + line_adv) as u32;
-                    let f = file_id(&t, file);
-                    t.add(Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
-                    low_pc = low_pc.min(address);
-                    high_pc = high_pc.max(address);
-                    continue;
-                }
                 if op >= opcode_base {
                     let adj = (op - opcode_base) as u64;
-                    if line_range == 0 {
-                        return None;
-                    }
-                    if max_ops == 1 {
-                        address = address.wrapping_add(adj / line_range as u64 * min_insn as u64);
+                    if let Some(&(addr_adv, line_adv)) = special.get(adj as usize) {
+                        address = address.wrapping_add(addr_adv);
+                        line = (line as i64 + line_adv) as u32;
                     } else {
+                        if line_range == 0 {
+                            return None;
+                        }
                         let v = op_index as u64 + adj / line_range as u64;
                         address = address.wrapping_add(v / max_ops as u64 * min_insn as u64);
                         op_index = (v % max_ops as u64) as u8;
+                        line = (line as i64 + line_base + (adj % line_range as u64) as i64) as u32;
                     }
-                    line = (line as i64 + line_base + (adj % line_range as u64) as i64) as u32;
                     let f = file_id(&t, file);
                     t.add(Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
                     low_pc = low_pc.min(address);
