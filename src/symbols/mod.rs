@@ -178,12 +178,14 @@ pub struct Symbolizer {
     transient: bool,
     /// `config.symfs`, unless it is empty or `/`.
     symfs: Option<Rc<Path>>,
+    /// The empty inline list, shared.
+    no_inlines: Rc<[InlineEntry]>,
 }
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
         let symfs = config.symfs.as_deref().filter(|s| !s.as_os_str().is_empty() && *s != Path::new("/")).map(Rc::from);
-        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None, transient: false, symfs }
+        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None, transient: false, symfs, no_inlines: Rc::new([]) }
     }
 
     /// Lets the kernel drop the pages of every mapped object file. Names
@@ -465,8 +467,14 @@ impl Symbolizer {
         if let Some(v) = st.inlines.get(&objdump) {
             return v.clone();
         }
+        // Without an addr2line session (no `.debug_line`, the kernel) the
+        // list is empty every time: nothing to remember. Most frames of a
+        // system-wide recording are such.
+        let Some(session) = a2l_session(st, symfs.as_deref()) else {
+            return self.no_inlines.clone();
+        };
         let mut out = Vec::new();
-        if let Some(records) = a2l_query(st, symfs.as_deref(), objdump) {
+        if let Some(records) = session.query(objdump) {
             for r in &records {
                 let (func, file, line) = perf_record(r);
                 let mut name: std::sync::Arc<str> = func.into();
@@ -566,12 +574,8 @@ fn a2l_session<'a>(st: &'a mut DsoState, symfs: Option<&Path>) -> Option<&'a mut
     st.a2l.as_mut()
 }
 
-/// `None` when addr2line has nothing (or cannot run), else its records.
-fn a2l_query(st: &mut DsoState, symfs: Option<&Path>, addr: u64) -> Option<Vec<a2l::Record>> {
-    a2l_session(st, symfs)?.query(addr)
-}
-
-/// [`a2l_query`] for the first record only.
+/// The first record addr2line prints for `addr` (`None`: nothing, or it
+/// cannot run).
 fn a2l_first(st: &mut DsoState, symfs: Option<&Path>, addr: u64) -> Option<a2l::Record> {
     a2l_session(st, symfs)?.first(addr).map(|(r, _)| r)
 }
