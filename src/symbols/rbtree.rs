@@ -125,7 +125,13 @@ impl<T> RbTree<T> {
     /// node's (so equal keys go after the ones present, as perf's
     /// `__symbols__insert` does), then rebalances (`rb_insert_color`).
     pub fn insert(&mut self, key: u64, val: T) -> NodeId {
-        let id = self.nodes.len() as NodeId;
+        let (parent, left) = self.descend(key);
+        self.link(key, val, parent, left)
+    }
+
+    /// Where [`RbTree::insert`] hangs a new node with `key`: the parent and
+    /// which side.
+    fn descend(&self, key: u64) -> (NodeId, bool) {
         let mut parent = NIL;
         let mut left = false;
         let mut cur = self.root;
@@ -135,6 +141,36 @@ impl<T> RbTree<T> {
             left = key < n.key;
             cur = if left { n.left } else { n.right };
         }
+        (parent, left)
+    }
+
+    /// [`RbTree::insert`] given the nodes that will come just before and
+    /// just after the new one in order (`None`: none). A binary search
+    /// tree has one free slot between two neighbours in order: the right
+    /// of the one before, if free, else the left of the one after. So the
+    /// new leaf goes where the descent from the root would put it, without
+    /// the descent (a cache miss at most levels of a large tree).
+    ///
+    /// ```text
+    ///        before              after
+    ///       /      \            /     \
+    ///     ...      (free)     (free)   ...
+    /// ```
+    pub fn insert_between(&mut self, key: u64, val: T, before: Option<NodeId>, after: Option<NodeId>) -> NodeId {
+        let slot = match (before, after) {
+            (Some(b), _) if self.n(b).right == NIL => Some((b, false)),
+            (_, Some(a)) if self.n(a).left == NIL => Some((a, true)),
+            (None, None) if self.root == NIL => Some((NIL, false)),
+            _ => None,
+        };
+        // Neighbours that are not neighbours: the descent decides.
+        let (parent, left) = slot.unwrap_or_else(|| self.descend(key));
+        self.link(key, val, parent, left)
+    }
+
+    /// Adds a red leaf under `parent` and rebalances.
+    fn link(&mut self, key: u64, val: T, parent: NodeId, left: bool) -> NodeId {
+        let id = self.nodes.len() as NodeId;
         self.nodes.push(Node { key, left: NIL, right: NIL, parent, red: true });
         self.vals.push(val);
         if parent == NIL {

@@ -696,6 +696,10 @@ impl SymTab {
         if self.replayed < self.log.len() {
             self.walked.clear();
         }
+        if self.replayed == 0 && self.log.len() >= REPLAY_BY_ORDER {
+            replay_by_order(tree, &self.syms, &self.log);
+            self.replayed = self.log.len();
+        }
         for &op in &self.log[self.replayed..] {
             if op & ERASED != 0 {
                 tree.erase(op & !ERASED);
@@ -713,6 +717,115 @@ impl SymTab {
         let (found, lo, hi) = walk(tree, &self.syms, ip);
         self.walked.insert(lo, (hi, found));
         found
+    }
+}
+
+/// Logs at least this long are replayed by [`replay_by_order`].
+const REPLAY_BY_ORDER: usize = 4096;
+
+/// Replays `log` into the empty `tree` as [`RbTree::insert`] and
+/// [`RbTree::erase`] would, each insertion placed by its neighbours in
+/// order rather than by a descent from the root.
+///
+/// The tree's order is by (start, id): a descent sends an equal start to
+/// the right, and ids grow with insertions. So every symbol's place in
+/// that order is known before the replay, from one sort, and a bitset over
+/// those places tells which are in the tree at each step: the nearest set
+/// bits around a new symbol's place are its neighbours.
+fn replay_by_order(tree: &mut RbTree<()>, syms: &[Sym], log: &[u32]) {
+    let mut pairs: Vec<(u64, NodeId)> = syms.iter().enumerate().map(|(id, s)| (s.start, id as NodeId)).collect();
+    if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
+        radix_sort_by_start(&mut pairs);
+    }
+    let mut place = vec![0u32; syms.len()];
+    for (i, &(_, id)) in pairs.iter().enumerate() {
+        place[id as usize] = i as u32;
+    }
+    let mut present = Places::new(syms.len());
+    for &op in log {
+        let id = op & !ERASED;
+        let at = place[id as usize] as usize;
+        if op & ERASED != 0 {
+            tree.erase(id);
+            present.clear(at);
+        } else {
+            let before = present.before(at).map(|i| pairs[i].1);
+            let after = present.after(at).map(|i| pairs[i].1);
+            let new = tree.insert_between(syms[id as usize].start, (), before, after);
+            debug_assert_eq!(new, id);
+            present.set(at);
+        }
+    }
+}
+
+/// A set of places `0..n`, with the nearest member below or above a place:
+/// a bit per place and a bit per 64-place word that has any.
+struct Places {
+    words: Vec<u64>,
+    summary: Vec<u64>,
+}
+
+impl Places {
+    fn new(n: usize) -> Places {
+        let words = n.div_ceil(64);
+        Places { words: vec![0; words], summary: vec![0; words.div_ceil(64)] }
+    }
+
+    fn set(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+        self.summary[i / 4096] |= 1 << (i / 64 % 64);
+    }
+
+    fn clear(&mut self, i: usize) {
+        let w = &mut self.words[i / 64];
+        *w &= !(1 << (i % 64));
+        if *w == 0 {
+            self.summary[i / 4096] &= !(1 << (i / 64 % 64));
+        }
+    }
+
+    /// The highest member of `bits` (a word) below bit `i` (0..=64).
+    fn highest_below(bits: u64, i: usize) -> Option<usize> {
+        let m = if i >= 64 { bits } else { bits & ((1u64 << i) - 1) };
+        (m != 0).then(|| 63 - m.leading_zeros() as usize)
+    }
+
+    /// The lowest member of `bits` (a word) at or above bit `i` (0..=64).
+    fn lowest_from(bits: u64, i: usize) -> Option<usize> {
+        let m = if i >= 64 { 0 } else { bits & (u64::MAX << i) };
+        (m != 0).then(|| m.trailing_zeros() as usize)
+    }
+
+    /// The nearest member below `i`.
+    fn before(&self, i: usize) -> Option<usize> {
+        let w = i / 64;
+        if let Some(b) = Self::highest_below(self.words[w], i % 64) {
+            return Some(w * 64 + b);
+        }
+        let mut s = w / 64;
+        let mut found = Self::highest_below(self.summary[s], w % 64);
+        while found.is_none() {
+            s = s.checked_sub(1)?;
+            found = Self::highest_below(self.summary[s], 64);
+        }
+        let w = s * 64 + found?;
+        Some(w * 64 + Self::highest_below(self.words[w], 64)?)
+    }
+
+    /// The nearest member above `i`.
+    fn after(&self, i: usize) -> Option<usize> {
+        let w = i / 64;
+        if let Some(b) = Self::lowest_from(self.words[w], i % 64 + 1) {
+            return Some(w * 64 + b);
+        }
+        let mut s = w / 64;
+        let mut found = Self::lowest_from(self.summary[s], w % 64 + 1);
+        while found.is_none() {
+            s += 1;
+            found = Self::lowest_from(*self.summary.get(s)?, 0);
+        }
+        let w = s * 64 + found?;
+        Some(w * 64 + Self::lowest_from(self.words[w], 0)?)
     }
 }
 
@@ -1088,6 +1201,72 @@ mod tests {
             fast_rounds += usize::from(!t.has_overlaps());
         }
         assert!(fast_rounds >= 50, "only {fast_rounds} tables without overlaps");
+    }
+
+    /// The set behind [`replay_by_order`] answers as a scan does: random
+    /// sets, members added and taken out, every place asked.
+    #[test]
+    fn places_find_the_nearest_members() {
+        let mut rnd = crate::testing::rng(0x9e3779b97f4a7c15);
+        for n in [1usize, 63, 64, 65, 4095, 4096, 4097, 9000] {
+            let mut p = Places::new(n);
+            let mut set = vec![false; n];
+            for step in 0..3 {
+                for _ in 0..(n / 3 + 1) {
+                    let i = rnd(n as u64) as usize;
+                    if step == 1 {
+                        p.clear(i);
+                        set[i] = false;
+                    } else {
+                        p.set(i);
+                        set[i] = true;
+                    }
+                }
+                for i in 0..n {
+                    assert_eq!(p.before(i), (0..i).rev().find(|&j| set[j]), "n {n} step {step} before {i}");
+                    assert_eq!(p.after(i), (i + 1..n).find(|&j| set[j]), "n {n} step {step} after {i}");
+                }
+            }
+        }
+    }
+
+    /// perf's tree replayed by order ([`replay_by_order`]) comes out node
+    /// for node (links and colors) as the insertions and erasures done one
+    /// by one from the root: random starts with many equal ones, in
+    /// address order or not, with erasures between insertions.
+    #[test]
+    fn replay_by_order_builds_perfs_tree() {
+        let mut rnd = crate::testing::rng(0x2545f4914f6cdd1d);
+        for round in 0..40 {
+            let n = 1 + rnd(if round % 4 == 0 { 6000 } else { 300 }) as usize;
+            let spread = [4, 40, 4000, 1 << 40][round % 4];
+            let mut starts: Vec<u64> = (0..n).map(|_| rnd(spread)).collect();
+            if round % 5 == 1 {
+                starts.sort_unstable();
+            }
+            let syms: Vec<Sym> = starts.iter().map(|&a| s(a, 0, STB_GLOBAL, "x")).collect();
+            let mut log = Vec::new();
+            let mut live = Vec::new();
+            for id in 0..n as u32 {
+                log.push(id);
+                live.push(id);
+                if rnd(4) == 0 {
+                    let i = rnd(live.len() as u64) as usize;
+                    log.push(live.swap_remove(i) | ERASED);
+                }
+            }
+            let mut one_by_one = RbTree::default();
+            for &op in &log {
+                if op & ERASED != 0 {
+                    one_by_one.erase(op & !ERASED);
+                } else {
+                    one_by_one.insert(syms[op as usize].start, ());
+                }
+            }
+            let mut by_order = RbTree::default();
+            replay_by_order(&mut by_order, &syms, &log);
+            assert_eq!(format!("{by_order:?}"), format!("{one_by_one:?}"), "round {round}");
+        }
     }
 
     /// Lookups answered from earlier walks ([`walk`]'s ranges) find what a
