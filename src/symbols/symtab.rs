@@ -696,8 +696,26 @@ impl SymTab {
         if self.replayed < self.log.len() {
             self.walked.clear();
         }
-        if self.replayed == 0 && self.log.len() >= REPLAY_BY_ORDER {
-            replay_by_order(tree, &self.syms, &self.log);
+        if self.replayed == 0 {
+            // Every symbol by (start, id): the live ones are `order`, the
+            // erased ones (a few aliases) are merged in.
+            let key = |&id: &NodeId| (self.syms[id as usize].start, id);
+            let mut erased: Vec<NodeId> = (0..self.syms.len() as NodeId).filter(|&id| !self.live[id as usize]).collect();
+            erased.sort_unstable_by_key(key);
+            let mut all = Vec::with_capacity(self.syms.len());
+            let (mut i, mut j) = (0, 0);
+            while i < self.order.len() && j < erased.len() {
+                if key(&self.order[i]) < key(&erased[j]) {
+                    all.push(self.order[i]);
+                    i += 1;
+                } else {
+                    all.push(erased[j]);
+                    j += 1;
+                }
+            }
+            all.extend_from_slice(&self.order[i..]);
+            all.extend_from_slice(&erased[j..]);
+            replay_by_order(tree, &self.syms, &all, &self.log);
             self.replayed = self.log.len();
         }
         for &op in &self.log[self.replayed..] {
@@ -720,9 +738,6 @@ impl SymTab {
     }
 }
 
-/// Logs at least this long are replayed by [`replay_by_order`].
-const REPLAY_BY_ORDER: usize = 4096;
-
 /// Replays `log` into the empty `tree` as [`RbTree::insert`] and
 /// [`RbTree::erase`] would, each insertion placed by its neighbours in
 /// order rather than by a descent from the root.
@@ -732,13 +747,12 @@ const REPLAY_BY_ORDER: usize = 4096;
 /// that order is known before the replay, from one sort, and a bitset over
 /// those places tells which are in the tree at each step: the nearest set
 /// bits around a new symbol's place are its neighbours.
-fn replay_by_order(tree: &mut RbTree<()>, syms: &[Sym], log: &[u32]) {
-    let mut pairs: Vec<(u64, NodeId)> = syms.iter().enumerate().map(|(id, s)| (s.start, id as NodeId)).collect();
-    if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
-        radix_sort_by_start(&mut pairs);
-    }
+///
+/// `in_order`: every id of `syms`, by (start, id).
+fn replay_by_order(tree: &mut RbTree<()>, syms: &[Sym], in_order: &[NodeId], log: &[u32]) {
+    debug_assert_eq!(in_order.len(), syms.len());
     let mut place = vec![0u32; syms.len()];
-    for (i, &(_, id)) in pairs.iter().enumerate() {
+    for (i, &id) in in_order.iter().enumerate() {
         place[id as usize] = i as u32;
     }
     let mut present = Places::new(syms.len());
@@ -749,8 +763,8 @@ fn replay_by_order(tree: &mut RbTree<()>, syms: &[Sym], log: &[u32]) {
             tree.erase(id);
             present.clear(at);
         } else {
-            let before = present.before(at).map(|i| pairs[i].1);
-            let after = present.after(at).map(|i| pairs[i].1);
+            let before = present.before(at).map(|i| in_order[i]);
+            let after = present.after(at).map(|i| in_order[i]);
             let new = tree.insert_between(syms[id as usize].start, (), before, after);
             debug_assert_eq!(new, id);
             present.set(at);
@@ -1263,8 +1277,10 @@ mod tests {
                     one_by_one.insert(syms[op as usize].start, ());
                 }
             }
+            let mut in_order: Vec<NodeId> = (0..n as NodeId).collect();
+            in_order.sort_by_key(|&id| starts[id as usize]);
             let mut by_order = RbTree::default();
-            replay_by_order(&mut by_order, &syms, &log);
+            replay_by_order(&mut by_order, &syms, &in_order, &log);
             assert_eq!(format!("{by_order:?}"), format!("{one_by_one:?}"), "round {round}");
         }
     }
