@@ -143,8 +143,10 @@ pub struct SymTab {
     /// Where symbols overlap, which of `order`'s symbols are tangled with
     /// another (see [`SymTab::find_id`]; valid while `overlaps` is known).
     tangled: Vec<bool>,
-    /// The starts of `order`'s symbols, for the binary search (valid while
-    /// `overlaps` is known).
+    /// The starts of `order`'s symbols, kept beside it: the passes over
+    /// the table in address order read them in sequence rather than
+    /// reaching into `syms` (a large library's symbols are megabytes, in
+    /// file order) for each.
     starts: Vec<u64>,
     /// Every [`STRIDE`]th of `starts`: the search goes through these
     /// first (a few kilobytes, which stay in cache), then within one stride.
@@ -156,7 +158,11 @@ pub struct SymTab {
     pending: FastMap<NodeId, Aliases>,
     /// Erasures of alias choices made late: where they go in `log`, in
     /// the order they would have been made (see [`SymTab::materialize`]).
-    unlogged: Vec<(usize, u64, Vec<u32>)>,
+    /// (place in `log`, order, range in `unlogged_ids`).
+    unlogged: Vec<(usize, u64, std::ops::Range<u32>)>,
+    unlogged_ids: Vec<u32>,
+    /// The members of every group in `pending` (see [`Aliases`]).
+    alias_members: Vec<NodeId>,
     /// Alias groups put off so far (their order among equal log positions).
     put_off: u64,
     /// Tests: choose between aliases at once, as perf does.
@@ -178,8 +184,9 @@ const STRIDE: usize = 64;
 /// off (see [`SymTab::fixup_duplicate`]).
 #[derive(Debug, Clone)]
 struct Aliases {
-    /// In perf's tree order (the first stands for them in `order`).
-    members: Vec<NodeId>,
+    /// In perf's tree order (the first stands for them in `order`): a
+    /// range of [`SymTab::alias_members`].
+    members: std::ops::Range<u32>,
     /// Where in `log` the erasures go.
     at: usize,
     seq: u64,
@@ -313,7 +320,6 @@ impl SymTab {
             return;
         }
         let syms = &self.syms;
-        let key = |&id: &NodeId| (syms[id as usize].start, id);
         let mut new = std::mem::take(&mut self.unsorted);
         // Sorted as (start, id) pairs side by side: far fewer cache misses
         // than reaching into the symbols for every comparison.
@@ -326,26 +332,32 @@ impl SymTab {
         if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
             radix_sort_by_start(&mut pairs);
         }
-        new.clear();
-        new.extend(pairs.iter().map(|&(_, id)| id));
-        if self.order.last().is_none_or(|l| key(l) < key(&new[0])) {
-            self.order.extend_from_slice(&new);
+        let last = self.order.last().map(|&id| (*self.starts.last().expect("starts beside order"), id));
+        if last.is_none_or(|l| l < pairs[0]) {
+            self.order.extend(pairs.iter().map(|&(_, id)| id));
+            self.starts.extend(pairs.iter().map(|&(start, _)| start));
         } else {
-            let old = std::mem::take(&mut self.order);
-            let mut merged = Vec::with_capacity(old.len() + new.len());
+            let (old, old_starts) = (std::mem::take(&mut self.order), std::mem::take(&mut self.starts));
+            let mut merged = Vec::with_capacity(old.len() + pairs.len());
+            let mut merged_starts = Vec::with_capacity(old.len() + pairs.len());
             let (mut i, mut j) = (0, 0);
-            while i < old.len() && j < new.len() {
-                if key(&old[i]) < key(&new[j]) {
-                    merged.push(old[i]);
+            while i < old.len() && j < pairs.len() {
+                let next = if (old_starts[i], old[i]) < pairs[j] {
                     i += 1;
+                    (old_starts[i - 1], old[i - 1])
                 } else {
-                    merged.push(new[j]);
                     j += 1;
-                }
+                    pairs[j - 1]
+                };
+                merged_starts.push(next.0);
+                merged.push(next.1);
             }
             merged.extend_from_slice(&old[i..]);
-            merged.extend_from_slice(&new[j..]);
+            merged_starts.extend_from_slice(&old_starts[i..]);
+            merged.extend(pairs[j..].iter().map(|&(_, id)| id));
+            merged_starts.extend(pairs[j..].iter().map(|&(start, _)| start));
             self.order = merged;
+            self.starts = merged_starts;
         }
         new.clear();
         self.unsorted = new;
@@ -400,6 +412,7 @@ impl SymTab {
         self.choose_all();
         if let Some(i) = self.order.iter().position(|&x| x == id) {
             self.order.remove(i);
+            self.starts.remove(i);
             self.erased(id);
         }
     }
@@ -431,7 +444,7 @@ impl SymTab {
             let (p, c) = (self.order[i - 1], self.order[i]);
             let prev_mod = curr_mod;
             curr_mod = is_kallsyms.then(|| module(self, c)).flatten();
-            let (prev, curr_start) = (&self.syms[p as usize], self.syms[c as usize].start);
+            let (prev, curr_start) = (&self.syms[p as usize], self.starts[i]);
             if prev.end != prev.start {
                 continue;
             }
@@ -461,15 +474,19 @@ impl SymTab {
     /// order perf does.
     pub fn fixup_duplicate(&mut self) {
         self.sync();
-        let order = std::mem::take(&mut self.order);
+        let (order, starts) = (std::mem::take(&mut self.order), std::mem::take(&mut self.starts));
         let mut kept = Vec::with_capacity(order.len());
+        let mut kept_starts = Vec::with_capacity(order.len());
+        let mut run: Vec<NodeId> = Vec::new();
+        let mut erased = Vec::new();
         let mut i = 0;
         while i < order.len() {
-            let start = self.syms[order[i] as usize].start;
+            let start = starts[i];
             let mut j = i + 1;
-            while j < order.len() && self.syms[order[j] as usize].start == start {
+            while j < order.len() && starts[j] == start {
                 j += 1;
             }
+            kept_starts.push(start);
             if j == i + 1 {
                 kept.push(order[i]);
                 i = j;
@@ -477,7 +494,8 @@ impl SymTab {
             }
             // A group put off before and joined by new symbols: its choice
             // first (perf made it in the pass that read the group).
-            let mut run: Vec<NodeId> = order[i..j].to_vec();
+            run.clear();
+            run.extend_from_slice(&order[i..j]);
             if self.pending.contains_key(&run[0]) {
                 run[0] = self.choose_now(run[0]);
             }
@@ -490,20 +508,24 @@ impl SymTab {
             let end = self.syms[run[0] as usize].end;
             if !self.eager_aliases() && end != start && run.iter().all(|&id| self.syms[id as usize].end == end) {
                 self.put_off += 1;
-                self.pending.insert(run[0], Aliases { members: run.clone(), at: self.log.len(), seq: self.put_off });
+                let from = self.alias_members.len() as u32;
+                self.alias_members.extend_from_slice(&run);
+                let members = from..self.alias_members.len() as u32;
+                self.pending.insert(run[0], Aliases { members, at: self.log.len(), seq: self.put_off });
                 kept.push(run[0]);
                 i = j;
                 continue;
             }
-            let mut erased = Vec::new();
+            erased.clear();
             let survivor = self.fold_aliases(&run, &mut erased);
-            for id in erased {
+            for &id in &erased {
                 self.erased(id);
             }
             kept.push(survivor);
             i = j;
         }
         self.order = kept;
+        self.starts = kept_starts;
     }
 
     fn eager_aliases(&self) -> bool {
@@ -541,12 +563,20 @@ impl SymTab {
     /// survivor, which the caller puts in `rep`'s place in `order`.
     fn choose_now(&mut self, rep: NodeId) -> NodeId {
         let Some(group) = self.pending.remove(&rep) else { return rep };
-        let mut erased = Vec::new();
-        let survivor = self.fold_aliases(&group.members, &mut erased);
-        for &id in &erased {
-            self.live[id as usize] = false;
+        let members = std::mem::take(&mut self.alias_members);
+        let from = self.unlogged_ids.len() as u32;
+        let mut erased = std::mem::take(&mut self.unlogged_ids);
+        let survivor = self.fold_aliases(&members[group.members.start as usize..group.members.end as usize], &mut erased);
+        self.alias_members = members;
+        for id in &mut erased[from as usize..] {
+            self.live[*id as usize] = false;
+            *id |= ERASED;
         }
-        self.unlogged.push((group.at, group.seq, erased.iter().map(|&id| id | ERASED).collect()));
+        self.unlogged.push((group.at, group.seq, from..erased.len() as u32));
+        self.unlogged_ids = erased;
+        if self.pending.is_empty() {
+            self.alias_members.clear();
+        }
         survivor
     }
 
@@ -572,14 +602,15 @@ impl SymTab {
             return;
         }
         let mut late = std::mem::take(&mut self.unlogged);
+        let ids = std::mem::take(&mut self.unlogged_ids);
         late.sort_by_key(|&(at, seq, _)| (at, seq));
         debug_assert!(late[0].0 >= self.replayed);
-        let mut log = Vec::with_capacity(self.log.len() + late.iter().map(|l| l.2.len()).sum::<usize>());
+        let mut log = Vec::with_capacity(self.log.len() + ids.len());
         let mut from = 0;
-        for (at, _, ids) in late {
+        for (at, _, range) in late {
             let at = at.min(self.log.len());
             log.extend_from_slice(&self.log[from..at]);
-            log.extend_from_slice(&ids);
+            log.extend_from_slice(&ids[range.start as usize..range.end as usize]);
             from = at;
         }
         log.extend_from_slice(&self.log[from..]);
@@ -637,14 +668,12 @@ impl SymTab {
             return o;
         }
         let bad = |s: &Sym| s.end < s.start;
-        let o = self.order.windows(2).any(|w| {
-            let (a, b) = (&self.syms[w[0] as usize], &self.syms[w[1] as usize]);
-            bad(a) || a.start >= b.start || a.end > b.start
-        }) || self.order.last().is_some_and(|&l| bad(&self.syms[l as usize]));
+        let o = self.order.iter().zip(self.starts.iter().skip(1).map(Some).chain([None])).any(|(&id, next)| {
+            let a = &self.syms[id as usize];
+            bad(a) || next.is_some_and(|&b| a.start >= b || a.end > b)
+        });
         self.overlaps = Some(o);
         self.walked.clear();
-        self.starts.clear();
-        self.starts.extend(self.order.iter().map(|&id| self.syms[id as usize].start));
         self.strides.clear();
         self.strides.extend(self.starts.iter().step_by(STRIDE).copied());
         self.tangled.clear();
