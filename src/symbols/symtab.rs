@@ -190,6 +190,10 @@ struct Aliases {
     /// Where in `log` the erasures go.
     at: usize,
     seq: u64,
+    /// Symbols a later table added at the address, with the same end: the
+    /// choice perf made in that table's pass, between the survivor of the
+    /// ones before and these (members, `at`, `seq` as above), put off too.
+    later: Vec<(std::ops::Range<u32>, usize, u64)>,
 }
 
 impl SymTab {
@@ -496,9 +500,6 @@ impl SymTab {
             // first (perf made it in the pass that read the group).
             run.clear();
             run.extend_from_slice(&order[i..j]);
-            if self.pending.contains_key(&run[0]) {
-                run[0] = self.choose_now(run[0]);
-            }
             // Aliases with one end (and a size) leave the same symbol at the
             // address whichever wins: what perf's tree finds there, and
             // whether symbols overlap, does not depend on the choice, which
@@ -506,15 +507,28 @@ impl SymTab {
             // lookup lands there (or perf's tree is needed). Erasures keep
             // their place in the log.
             let end = self.syms[run[0] as usize].end;
-            if !self.eager_aliases() && end != start && run.iter().all(|&id| self.syms[id as usize].end == end) {
+            let one_end = !self.eager_aliases() && end != start && run.iter().all(|&id| self.syms[id as usize].end == end);
+            let joined = self.pending.contains_key(&run[0]);
+            if one_end {
                 self.put_off += 1;
+                let at = self.log.len();
                 let from = self.alias_members.len() as u32;
-                self.alias_members.extend_from_slice(&run);
+                // A group put off before and joined by new symbols: this
+                // pass's choice is between its survivor and them.
+                self.alias_members.extend_from_slice(&run[usize::from(joined)..]);
                 let members = from..self.alias_members.len() as u32;
-                self.pending.insert(run[0], Aliases { members, at: self.log.len(), seq: self.put_off });
+                match self.pending.get_mut(&run[0]) {
+                    Some(group) => group.later.push((members, at, self.put_off)),
+                    None => _ = self.pending.insert(run[0], Aliases { members, at, seq: self.put_off, later: Vec::new() }),
+                }
                 kept.push(run[0]);
                 i = j;
                 continue;
+            }
+            // A group put off before and joined by other new symbols: its
+            // choice first (perf made it in the pass that read the group).
+            if joined {
+                run[0] = self.choose_now(run[0]);
             }
             erased.clear();
             let survivor = self.fold_aliases(&run, &mut erased);
@@ -564,20 +578,27 @@ impl SymTab {
     fn choose_now(&mut self, rep: NodeId) -> NodeId {
         let Some(group) = self.pending.remove(&rep) else { return rep };
         let members = std::mem::take(&mut self.alias_members);
-        let from = self.unlogged_ids.len() as u32;
         let mut erased = std::mem::take(&mut self.unlogged_ids);
-        let survivor = self.fold_aliases(&members[group.members.start as usize..group.members.end as usize], &mut erased);
-        self.alias_members = members;
-        for id in &mut erased[from as usize..] {
-            self.live[*id as usize] = false;
-            *id |= ERASED;
+        let mut run = Vec::new();
+        let mut survivor = None;
+        for (range, at, seq) in std::iter::once((group.members, group.at, group.seq)).chain(group.later) {
+            run.clear();
+            run.extend(survivor);
+            run.extend_from_slice(&members[range.start as usize..range.end as usize]);
+            let from = erased.len();
+            survivor = Some(self.fold_aliases(&run, &mut erased));
+            for id in &mut erased[from..] {
+                self.live[*id as usize] = false;
+                *id |= ERASED;
+            }
+            self.unlogged.push((at, seq, from as u32..erased.len() as u32));
         }
-        self.unlogged.push((group.at, group.seq, from..erased.len() as u32));
+        self.alias_members = members;
         self.unlogged_ids = erased;
         if self.pending.is_empty() {
             self.alias_members.clear();
         }
-        survivor
+        survivor.unwrap_or(rep)
     }
 
     /// Makes every choice put off, in `order` too.
@@ -1140,6 +1161,7 @@ mod tests {
     fn alias_choices_put_off_come_out_as_made_at_once() {
         let mut rnd = crate::testing::rng(0x9e3779b97f4a7c15);
         let mut put_off = 0;
+        let mut joined = 0;
         for round in 0..200 {
             let mut lazy = SymTab::default();
             let mut eager = SymTab { eager_aliases: true, ..SymTab::default() };
@@ -1155,7 +1177,14 @@ mod tests {
                     .collect()
             };
             let first = batch(&mut rnd, "a");
-            let second = batch(&mut rnd, "b");
+            // Every other second table repeats some of the first's symbols,
+            // as .dynsym repeats .symtab's exported ones.
+            let mut second = batch(&mut rnd, "b");
+            if round % 4 == 2 {
+                second.extend(first.iter().filter(|_| rnd(3) != 0).cloned());
+                let by = rnd(second.len() as u64) as usize;
+                second.rotate_left(by);
+            }
             for t in [&mut lazy, &mut eager] {
                 t.insert_all(first.clone());
                 t.fixup_end(false);
@@ -1174,6 +1203,7 @@ mod tests {
                     t.fixup_end(false);
                     t.fixup_duplicate();
                 }
+                joined += lazy.pending.values().filter(|g| !g.later.is_empty()).count();
             }
             let mut ips: Vec<u64> = (0..700).collect();
             for i in (1..ips.len()).rev() {
@@ -1189,6 +1219,7 @@ mod tests {
             assert_eq!(lazy.listing(), eager.listing(), "round {round}");
         }
         assert!(put_off > 500, "{put_off}");
+        assert!(joined > 10, "{joined}");
     }
 
     /// The binary search over the sorted order answers what perf's tree
