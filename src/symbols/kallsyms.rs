@@ -209,6 +209,8 @@ pub fn load_all(mut data: Vec<u8>, ref_reloc: Option<(&str, u64)>) -> Option<Kal
         kept.push(s);
     }
     kernel.insert_all(kept);
+    // Ready for lookups here, once: each copy handed out is too.
+    kernel.prepare();
     Some(Kallsyms { kernel, modules })
 }
 
