@@ -10,7 +10,8 @@ in the same run on the same machine.
      plus compression and file-system work) for <seconds> seconds;
    - its deferred form (pstitch-defer) and a variant whose deferred records
      lag ~20000 records behind their samples (pstitch-defer --delay-records).
-2. Runs perf-ref and pstitch alternately, <runs> times each, on:
+2. Runs perf-ref and pstitch alternately, <runs> times each (each run after
+   a rest of SETTLE seconds), on:
    - the recording with --no-inline,
    - the recording with inline frames (the default),
    - the lagging deferred variant with --no-inline,
@@ -89,8 +90,17 @@ def tool_cmd(tool, path, extra):
             "--symfs=/", "--kallsyms=/proc/kallsyms"] + extra
 
 
+# Seconds of rest before each timed run. On the 2-vCPU VM this was built
+# on, a program started right after a 14 s CPU-bound run (perf's, or a shell
+# loop's) took 5-15% longer than the same program started a few seconds
+# later; alternating the two tools would hand that penalty to whichever
+# runs second. Every run, perf's and pstitch's, starts after the same rest.
+SETTLE = 3.0
+
+
 def timed(cmd):
     """Wall seconds and peak RSS (KiB) of one run, output discarded."""
+    time.sleep(SETTLE)
     tf = "/tmp/pstitch-bench-time"
     t0 = time.monotonic()
     sh(["/usr/bin/time", "-o", tf, "-f", "%M"] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
