@@ -342,26 +342,12 @@ impl SymTab {
             self.starts.extend(pairs.iter().map(|&(start, _)| start));
         } else {
             let (old, old_starts) = (std::mem::take(&mut self.order), std::mem::take(&mut self.starts));
-            let mut merged = Vec::with_capacity(old.len() + pairs.len());
-            let mut merged_starts = Vec::with_capacity(old.len() + pairs.len());
-            let (mut i, mut j) = (0, 0);
-            while i < old.len() && j < pairs.len() {
-                let next = if (old_starts[i], old[i]) < pairs[j] {
-                    i += 1;
-                    (old_starts[i - 1], old[i - 1])
-                } else {
-                    j += 1;
-                    pairs[j - 1]
-                };
-                merged_starts.push(next.0);
-                merged.push(next.1);
-            }
-            merged.extend_from_slice(&old[i..]);
-            merged_starts.extend_from_slice(&old_starts[i..]);
-            merged.extend(pairs[j..].iter().map(|&(_, id)| id));
-            merged_starts.extend(pairs[j..].iter().map(|&(start, _)| start));
-            self.order = merged;
-            self.starts = merged_starts;
+            self.order.reserve(old.len() + pairs.len());
+            self.starts.reserve(old.len() + pairs.len());
+            merge_by_start((&old_starts, &old), &pairs, |start, id| {
+                self.starts.push(start);
+                self.order.push(id);
+            });
         }
         new.clear();
         self.unsorted = new;
@@ -749,22 +735,11 @@ impl SymTab {
         if self.replayed == 0 {
             // Every symbol by (start, id): the live ones are `order`, the
             // erased ones (a few aliases) are merged in.
-            let key = |&id: &NodeId| (self.syms[id as usize].start, id);
-            let mut erased: Vec<NodeId> = (0..self.syms.len() as NodeId).filter(|&id| !self.live[id as usize]).collect();
-            erased.sort_unstable_by_key(key);
+            let mut erased: Vec<(u64, NodeId)> =
+                (0..self.syms.len() as NodeId).filter(|&id| !self.live[id as usize]).map(|id| (self.syms[id as usize].start, id)).collect();
+            erased.sort_unstable();
             let mut all = Vec::with_capacity(self.syms.len());
-            let (mut i, mut j) = (0, 0);
-            while i < self.order.len() && j < erased.len() {
-                if key(&self.order[i]) < key(&erased[j]) {
-                    all.push(self.order[i]);
-                    i += 1;
-                } else {
-                    all.push(erased[j]);
-                    j += 1;
-                }
-            }
-            all.extend_from_slice(&self.order[i..]);
-            all.extend_from_slice(&erased[j..]);
+            merge_by_start((&self.starts, &self.order), &erased, |_, id| all.push(id));
             replay_by_order(tree, &self.syms, &all, &self.log);
             self.replayed = self.log.len();
         }
@@ -785,6 +760,27 @@ impl SymTab {
         let (found, lo, hi) = walk(tree, &self.syms, ip);
         self.walked.insert(lo, (hi, found));
         found
+    }
+}
+
+/// Merges two runs of symbols, each by (start, id): `a` as starts and ids
+/// side by side, `b` as pairs. `out` gets each (start, id) in turn.
+fn merge_by_start((a_starts, a_ids): (&[u64], &[NodeId]), b: &[(u64, NodeId)], mut out: impl FnMut(u64, NodeId)) {
+    let (mut i, mut j) = (0, 0);
+    while i < a_ids.len() && j < b.len() {
+        if (a_starts[i], a_ids[i]) < b[j] {
+            out(a_starts[i], a_ids[i]);
+            i += 1;
+        } else {
+            out(b[j].0, b[j].1);
+            j += 1;
+        }
+    }
+    for k in i..a_ids.len() {
+        out(a_starts[k], a_ids[k]);
+    }
+    for &(start, id) in &b[j..] {
+        out(start, id);
     }
 }
 
