@@ -139,9 +139,8 @@ def main():
     ap.add_argument("--rerecord", action="store_true")
     ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging")
     args = ap.parse_args()
-    for need in (PERF_REF,):
-        if not os.path.exists(need):
-            sys.exit(f"bench: {need} is missing")
+    if not os.path.exists(PERF_REF):
+        sys.exit(f"bench: {PERF_REF} is missing")
 
     big, deferred, lagging = prepare(args)
     n = count_samples(big)
