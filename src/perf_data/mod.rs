@@ -110,6 +110,28 @@ impl<'a> RecordSource<'a> {
         }
     }
 
+    /// The records after the read position, or after offset `from` if
+    /// that is further, without reading them, each with the offset after
+    /// it: only a mapped file can show them (a stream shows none). The walk
+    /// stops quietly where a record would be an error for
+    /// [`RecordSource::next_record`]; that one reports it when it gets there.
+    pub fn upcoming(&self, from: u64) -> impl Iterator<Item = (u64, &'a [u8])> + use<'a> {
+        let (data, mut pos, end, endian) = match self {
+            RecordSource::Slice { data, pos, end, endian, .. } => (*data, (*pos).max(from as usize), *end, *endian),
+            RecordSource::Stream { endian, .. } => (&[][..], 0, 0, *endian),
+        };
+        std::iter::from_fn(move || {
+            let avail = data.get(pos..end)?;
+            let header = RecordHeader::parse(avail, endian)?;
+            check_size(pos as u64, &header).ok()?;
+            let size = header.size as usize;
+            let extra = trailing_payload(&header, avail.get(..size)?, endian).ok()?;
+            let total = size.checked_add(extra).filter(|&t| t <= avail.len())?;
+            pos += total;
+            Some((pos as u64, &avail[..size]))
+        })
+    }
+
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
         match self {
@@ -455,6 +477,46 @@ mod tests {
         rec[6] = 12;
         let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None };
         assert!(s.next_record().unwrap_err().message.contains("multiple of 8"));
+    }
+
+    /// `upcoming` walks the records `next_record` will return, from the
+    /// read position or further, and stops quietly at a bad one.
+    #[test]
+    fn upcoming_shows_what_next_record_reads() {
+        let e = Endian::Little;
+        let put = writer::Put(e);
+        let mut data = Vec::new();
+        let record = |data: &mut Vec<u8>, type_: u32, size: u16| {
+            put.header(data, type_, 0, size);
+            data.resize(data.len() + size as usize - HEADER_SIZE, 0xab);
+        };
+        record(&mut data, kind::SAMPLE, 24);
+        // A tracing-data record and its payload, which is not a record.
+        put.header(&mut data, kind::HEADER_TRACING_DATA, 0, 16);
+        put.u32(&mut data, 9);
+        put.u32(&mut data, 0);
+        data.extend([0x09; 16]);
+        record(&mut data, kind::MMAP, 32);
+        let good = data.len();
+        record(&mut data, kind::SAMPLE, 12);
+        let source = |pos| RecordSource::Slice { data: &data, pos, end: data.len(), endian: e, missing: 0, drop_behind: None };
+
+        let shown: Vec<(u64, usize)> = source(0).upcoming(0).map(|(after, b)| (after, b.len())).collect();
+        assert_eq!(shown, [(24, 24), (56, 16), (good as u64, 32)]);
+        let mut s = source(0);
+        for &(after, len) in &shown {
+            let r = s.next_record().expect("good record").expect("a record");
+            assert_eq!((s.position(), r.header.size as usize), (after, len));
+        }
+        assert!(s.next_record().is_err(), "the record upcoming stopped at is bad");
+
+        let mut s = source(0);
+        s.next_record().expect("first");
+        assert_eq!(s.upcoming(0).count(), 2, "from the read position");
+        assert_eq!(s.upcoming(56).map(|(after, _)| after).collect::<Vec<_>>(), [good as u64], "from further on");
+        assert_eq!(s.upcoming(good as u64).count(), 0);
+        let stream = RecordSource::Stream { reader: Box::new(&data[..]), pos: 0, endian: e };
+        assert_eq!(stream.upcoming(0).count(), 0, "a stream shows nothing ahead");
     }
 
     #[test]

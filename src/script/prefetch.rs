@@ -5,8 +5,10 @@
 //! gets its first request (a large library's symbol table, often the
 //! longest load of all) only after that. So before the first records go
 //! out, and until [`LOOKAHEAD_SAMPLES`] samples were seen, the reading side
-//! looks at the queued samples' user-space callchain entries and has the
-//! loader start on the DSOs many of them fall in.
+//! looks at the user-space callchain entries of the samples queued and, in
+//! a mapped file, of those after them (the first rounds of a recording
+//! hold a few hundred samples: too few to tell), and has the loader start
+//! on the DSOs many of them fall in.
 //!
 //! ```text
 //!  queued records ──> MMAPs (not applied yet) + the machine's maps
@@ -20,12 +22,11 @@
 //! depends on the lookahead. With sample filters it is off: filtered
 //! samples load nothing.
 
-use std::collections::HashMap;
-
 use super::fields::{f, output_type};
 use super::output::LoadRequest;
 use super::{Script, context};
-use crate::machine::{CpuMode, DsoKind, dsos};
+use crate::fasthash::FastMap;
+use crate::machine::{CpuMode, DsoId, DsoKind, dsos};
 use crate::perf_data::attr::sample_type as st;
 use crate::perf_data::record::{MmapRecord, Record, RecordHeader, kind};
 use crate::perf_data::sample::Sample;
@@ -38,12 +39,30 @@ const WORTH: u32 = 64;
 /// DSOs requested ahead at each look.
 const MAX_AHEAD: usize = 8;
 
-/// A user-space MMAP still in the queue.
-struct QueuedMap<'a> {
+/// A user-space MMAP still in the queue, and the DSO it would load.
+struct QueuedMap {
     start: u64,
     end: u64,
-    filename: &'a [u8],
-    build_id: Option<&'a [u8]>,
+    candidate: u32,
+}
+
+/// The DSOs the looked-at entries fall in, each counted once however many
+/// maps and entries name it (the per-entry work is a map lookup and an
+/// increment: the lookahead runs while the loader waits for it).
+#[derive(Default)]
+struct Candidates<'a> {
+    /// The request to make, `None` where none is worth making (not a
+    /// file, loaded or asked for already), and the entries seen in it.
+    list: Vec<(Option<LoadRequest>, u32)>,
+    by_file: FastMap<(&'a [u8], Option<&'a [u8]>), u32>,
+    by_dso: FastMap<DsoId, u32>,
+}
+
+impl<'a> Candidates<'a> {
+    fn add(&mut self, request: Option<LoadRequest>) -> u32 {
+        self.list.push((request, 0));
+        self.list.len() as u32 - 1
+    }
 }
 
 impl Script {
@@ -59,22 +78,29 @@ impl Script {
                 Some((evsel, Record { header, bytes: bytes.get(..header.size as usize)?, endian: ctx.endian }))
             })
             .collect();
+        let mut candidates = Candidates::default();
         // By pid, sorted by start.
-        let mut queued: HashMap<i32, Vec<QueuedMap<'_>>> = HashMap::new();
+        let mut queued: FastMap<i32, Vec<QueuedMap>> = FastMap::default();
         for (evsel, r) in &records {
             if !matches!(r.header.type_, kind::MMAP | kind::MMAP2) || CpuMode::from_misc(r.header.misc) != CpuMode::User {
                 continue;
             }
             let trailer = ctx.evlist.evsels.get(*evsel).map_or(0, |e| e.attr.id_hdr_size());
             if let Some(m) = MmapRecord::parse(r, trailer) {
-                let map = QueuedMap { start: m.start, end: m.start.wrapping_add(m.len), filename: m.filename, build_id: m.build_id };
-                queued.entry(m.pid).or_default().push(map);
+                let candidate = match candidates.by_file.get(&(m.filename, m.build_id)) {
+                    Some(&c) => c,
+                    None => {
+                        let c = candidates.add(self.queued_request(m.filename, m.build_id));
+                        candidates.by_file.insert((m.filename, m.build_id), c);
+                        c
+                    }
+                };
+                queued.entry(m.pid).or_default().push(QueuedMap { start: m.start, end: m.start.wrapping_add(m.len), candidate });
             }
         }
         for maps in queued.values_mut() {
             maps.sort_by_key(|m| m.start);
         }
-        let mut hits: HashMap<LoadRequest, u32> = HashMap::new();
         for (evsel, r) in &records {
             if self.lookahead_left == 0 {
                 break;
@@ -90,45 +116,56 @@ impl Script {
             for ip in chain.iter() {
                 if ip >= context::MAX {
                     user = ip == context::USER;
-                } else if user && let Some(request) = self.request_for(&queued, s.pid, s.tid, ip) {
-                    *hits.entry(request).or_default() += 1;
+                } else if user && let Some(c) = self.candidate_for(&mut candidates, &queued, s.pid, s.tid, ip) {
+                    candidates.list[c as usize].1 += 1;
                 }
             }
         }
-        let mut worth: Vec<(u32, LoadRequest)> = hits.into_iter().filter(|&(_, n)| n >= WORTH).map(|(r, n)| (n, r)).collect();
+        let mut worth: Vec<(u32, LoadRequest)> =
+            candidates.list.into_iter().filter_map(|(r, n)| Some((n, r?))).filter(|&(n, _)| n >= WORTH).collect();
         worth.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.long_name.cmp(&b.1.long_name)));
         for (_, request) in worth.into_iter().take(MAX_AHEAD) {
             self.out.prefetch(request);
         }
     }
 
-    /// What the loader would be asked for the DSO that user-space `ip` of
-    /// `pid`/`tid` falls in, if it is a file whose symbols are not loaded
-    /// or asked for yet.
-    fn request_for(&self, queued: &HashMap<i32, Vec<QueuedMap<'_>>>, pid: i32, tid: i32, ip: u64) -> Option<LoadRequest> {
+    /// Which candidate the DSO that user-space `ip` of `pid`/`tid` falls
+    /// in is: a map still queued, else the thread's map now.
+    fn candidate_for<'a>(&self, candidates: &mut Candidates<'a>, queued: &FastMap<i32, Vec<QueuedMap>>, pid: i32, tid: i32, ip: u64) -> Option<u32> {
         let in_queue = queued.get(&pid).and_then(|maps| {
             let i = maps.partition_point(|m| m.start <= ip).checked_sub(1)?;
             let m = &maps[i];
-            (ip < m.end).then_some(m)
+            (ip < m.end).then_some(m.candidate)
         });
-        let request = match in_queue {
-            Some(m) => {
-                let long_name = String::from_utf8_lossy(m.filename).into_owned();
-                if let Some(id) = self.machine.dsos.find(&long_name)
-                    && self.shipped.get(id as usize).copied().unwrap_or(false)
-                {
-                    return None;
-                }
-                LoadRequest { kind: dsos::classify(&long_name), long_name, build_id: m.build_id.map(<[u8]>::to_vec) }
-            }
-            None => {
-                let map = self.machine.find_map(tid, CpuMode::User, ip)?;
-                if self.shipped.get(map.dso as usize).copied().unwrap_or(false) {
-                    return None;
-                }
-                LoadRequest::of(self.machine.dsos.get(map.dso))
-            }
-        };
-        (request.kind == DsoKind::File && !self.out.is_prefetched(&request)).then_some(request)
+        if in_queue.is_some() {
+            return in_queue;
+        }
+        let dso = self.machine.find_map(tid, CpuMode::User, ip)?.dso;
+        if let Some(&c) = candidates.by_dso.get(&dso) {
+            return Some(c);
+        }
+        let request = (!self.shipped.get(dso as usize).copied().unwrap_or(false))
+            .then(|| LoadRequest::of(self.machine.dsos.get(dso)))
+            .filter(|r| self.worth_asking(r));
+        let c = candidates.add(request);
+        candidates.by_dso.insert(dso, c);
+        Some(c)
+    }
+
+    /// The request for a file a queued MMAP maps, if its symbols are not
+    /// loaded or asked for yet.
+    fn queued_request(&self, filename: &[u8], build_id: Option<&[u8]>) -> Option<LoadRequest> {
+        let long_name = String::from_utf8_lossy(filename).into_owned();
+        if let Some(id) = self.machine.dsos.find(&long_name)
+            && self.shipped.get(id as usize).copied().unwrap_or(false)
+        {
+            return None;
+        }
+        let request = LoadRequest { kind: dsos::classify(&long_name), long_name, build_id: build_id.map(<[u8]>::to_vec) };
+        self.worth_asking(&request).then_some(request)
+    }
+
+    fn worth_asking(&self, request: &LoadRequest) -> bool {
+        request.kind == DsoKind::File && !self.out.is_prefetched(request)
     }
 }

@@ -74,11 +74,16 @@ pub trait Tool {
         Ok(())
     }
 
-    /// The records about to be delivered (queued, not yet in order), as
-    /// (event index, record bytes): a tool may prepare for them, but what
-    /// it prints must not depend on it.
+    /// The records about to be delivered (queued, not yet in order; then,
+    /// in a mapped file, up to [`UPCOMING_MAX`] records after them not
+    /// shown before), as (event index, record bytes): a tool may prepare for
+    /// them, but what it prints must not depend on it. The iterator is
+    /// lazy: a tool that does not look costs nothing.
     fn lookahead(&mut self, _ctx: &Context<'_>, _records: &mut dyn Iterator<Item = (usize, &[u8])>) {}
 }
+
+/// How many records after the queue [`Tool::lookahead`] may see.
+pub const UPCOMING_MAX: usize = 1 << 16;
 
 /// Counters kept while reading (perf's `events_stats`).
 #[derive(Debug, Default, Clone)]
@@ -137,6 +142,9 @@ pub struct Session<'a> {
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
     /// perf's `nr_cpus_avail` (HEADER_NRCPUS), for the CPU check.
     nr_cpus: u32,
+    /// The file offset up to which [`Tool::lookahead`] was shown records
+    /// beyond the queue.
+    upcoming_seen: std::cell::Cell<u64>,
 }
 
 /// How far reading has got (for a progress display).
@@ -170,6 +178,7 @@ impl<'a> Session<'a> {
             decompressor: None,
             progress: None,
             nr_cpus,
+            upcoming_seen: std::cell::Cell::new(0),
         }
     }
 
@@ -393,10 +402,25 @@ impl<'a> Session<'a> {
         self.deliver(tool, q.offset, q.inner, q.evsel as usize, &q.bytes)
     }
 
-    /// Shows the queue to the tool before a flush (see [`Tool::lookahead`]).
+    /// Shows the queue, and the records after it in a mapped file, to the
+    /// tool before a flush (see [`Tool::lookahead`]). The first rounds of a
+    /// recording are small; the file shows what comes before the tool
+    /// spends time on their records. A record of the file is shown once
+    /// (the walk goes on where the last one stopped): looking ahead costs
+    /// one pass over the file at most, however many flushes there are.
     fn lookahead(&self, tool: &mut dyn Tool, queue: &OrderedEvents<'_>) {
         let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
-        tool.lookahead(&ctx, &mut queue.items().map(|q| (q.evsel as usize, &*q.bytes)));
+        let seen = &self.upcoming_seen;
+        let upcoming = self.source.upcoming(seen.get()).take(UPCOMING_MAX).filter_map(|(after, bytes)| {
+            seen.set(after);
+            let header = RecordHeader::parse(bytes, self.endian)?;
+            if header.type_ >= kind::USER_TYPE_START {
+                return None;
+            }
+            let evsel = self.evlist.evsel_for(&Record { header, bytes, endian: self.endian })?;
+            Some((evsel, bytes))
+        });
+        tool.lookahead(&ctx, &mut queue.items().map(|q| (q.evsel as usize, &*q.bytes)).chain(upcoming));
     }
 
     fn flush_round(&mut self, tool: &mut dyn Tool) -> Result<()> {
