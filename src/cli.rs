@@ -504,6 +504,9 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     }
     let mut symbolizer = Symbolizer::new(config);
     symbolizer.set_build_ids(features.build_ids());
+    if evlist.evsels.iter().any(|e| !e.attr.has(crate::perf_data::attr::flag::EXCLUDE_KERNEL)) {
+        symbolizer.read_kallsyms_ahead();
+    }
     if opts.filters.cpus.is_some() {
         // perf requires CPU in the first event of every type.
         let mut seen = std::collections::BTreeSet::new();

@@ -20,6 +20,10 @@ use crate::perf_data::record::{CommRecord, MmapRecord, TaskRecord, misc};
 
 /// `PERF_RECORD_MISC_FORK_EXEC`: a FORK perf record synthesized for an
 /// existing task; its maps arrive as MMAP records, so none are copied.
+/// The kernel image's DSO (perf's `[kernel.kallsyms]`); its MMAP names
+/// it with the reference symbol appended.
+pub const KERNEL_DSO_NAME: &str = "[kernel.kallsyms]";
+
 const MISC_FORK_EXEC: u16 = 1 << 13;
 const PROT_EXEC: u32 = 4;
 
@@ -240,8 +244,8 @@ impl Machine {
     fn process_kernel_mmap(&mut self, m: &MmapRecord<'_>, filename: &str) {
         // "[kernel.kallsyms]_text" (or "_stext") names the kernel image;
         // anything else kernel-side is a module or an extra kernel map.
-        let (name, kind, map_kind) = if filename.starts_with("[kernel.kallsyms]") {
-            ("[kernel.kallsyms]".to_string(), DsoKind::Kernel, MapKind::Identity)
+        let (name, kind, map_kind) = if filename.starts_with(KERNEL_DSO_NAME) {
+            (KERNEL_DSO_NAME.to_string(), DsoKind::Kernel, MapKind::Identity)
         } else {
             (filename.to_string(), DsoKind::KernelModule, MapKind::Dso)
         };
@@ -250,7 +254,7 @@ impl Machine {
         // names the reference symbol, pgoff is its address (0 under
         // kptr_restrict, then unused).
         if kind == DsoKind::Kernel && m.pgoff != 0 {
-            let sym = &filename["[kernel.kallsyms]".len()..];
+            let sym = &filename[KERNEL_DSO_NAME.len()..];
             self.dsos.set_ref_reloc(dso, sym, m.pgoff);
         }
         let end = if m.start == 0 && m.len == 0 { u64::MAX } else { m.start.wrapping_add(m.len) };

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::fasthash::FastMap;
-use crate::machine::{DsoKind, Dsos, Map};
+use crate::machine::{DsoKind, Dsos, KERNEL_DSO_NAME, Map};
 use crate::perf_data::features::BuildIdEntry;
 
 use load::{Loaded, Search};
@@ -180,12 +180,38 @@ pub struct Symbolizer {
     symfs: Option<Rc<Path>>,
     /// The empty inline list, shared.
     no_inlines: Rc<[InlineEntry]>,
+    /// A kallsyms file being read on another thread (see
+    /// [`Symbolizer::read_kallsyms_ahead`]).
+    kallsyms_ahead: Option<(PathBuf, std::thread::JoinHandle<Option<Vec<u8>>>)>,
 }
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
         let symfs = config.symfs.as_deref().filter(|s| !s.as_os_str().is_empty() && *s != Path::new("/")).map(Rc::from);
-        Symbolizer { config, build_ids: HashMap::new(), dsos: Vec::new(), kallsyms: None, transient: false, symfs, no_inlines: Rc::new([]) }
+        Symbolizer {
+            config,
+            build_ids: HashMap::new(),
+            dsos: Vec::new(),
+            kallsyms: None,
+            transient: false,
+            symfs,
+            no_inlines: Rc::new([]),
+            kallsyms_ahead: None,
+        }
+    }
+
+    /// Starts reading the kallsyms file the kernel's symbols will likely
+    /// come from, on another thread: the kernel takes tens of milliseconds
+    /// to print `/proc/kallsyms`, time in which the reading side can look
+    /// ahead and the loader start. Which file is read is decided again when
+    /// the symbols are needed; the early text is used only if it is the
+    /// same file. Call after [`Symbolizer::set_build_ids`].
+    pub fn read_kallsyms_ahead(&mut self) {
+        let bid = self.build_ids.get(KERNEL_DSO_NAME.as_bytes()).cloned();
+        let Some(path) = self.kallsyms_path(bid.as_deref()) else { return };
+        let reading = path.clone();
+        let thread = std::thread::Builder::new().name("pstitch-ksyms".into()).spawn(move || std::fs::read(reading).ok());
+        self.kallsyms_ahead = thread.ok().map(|t| (path, t));
     }
 
     /// Lets the kernel drop the pages of every mapped object file. Names
@@ -269,9 +295,12 @@ impl Symbolizer {
         let kernel = (0..dsos.len() as u32).map(|i| dsos.get(i)).find(|d| d.kind == DsoKind::Kernel);
         let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(d.name.as_bytes()).cloned()));
         let rr = kernel.and_then(|d| d.ref_reloc.clone());
-        let k = self
-            .kallsyms_path(bid.as_deref())
-            .and_then(|p| std::fs::read(p).ok())
+        let path = self.kallsyms_path(bid.as_deref());
+        let data = match (self.kallsyms_ahead.take(), &path) {
+            (Some((early, reading)), Some(p)) if early == *p => reading.join().ok().flatten(),
+            _ => path.and_then(|p| std::fs::read(p).ok()),
+        };
+        let k = data
             .and_then(|data| kallsyms::load_all(data, rr.as_ref().map(|(n, a)| (&**n, *a))))
             .map(Rc::new);
         self.kallsyms = Some(k.clone());
@@ -413,7 +442,7 @@ impl Symbolizer {
         }
         let dir = self.buildid_dir()?;
         let h: String = bid.iter().map(|b| format!("{b:02x}")).collect();
-        let base = dir.join("[kernel.kallsyms]").join(&h);
+        let base = dir.join(KERNEL_DSO_NAME).join(&h);
         let new = base.join("kallsyms");
         if new.exists() {
             return Some(new);
