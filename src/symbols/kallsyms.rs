@@ -24,71 +24,108 @@ pub struct Entry<'a> {
 /// whose very first byte is not a hex digit also swallows the line after
 /// it when that byte was the newline).
 pub fn parse(data: &[u8]) -> Vec<Entry<'_>> {
-    const NAME_MAX: usize = 513;
-    let mut out = Vec::new();
-    let mut i = 0;
-    let n = data.len();
-    let read_to_eol = |i: &mut usize| {
-        while *i < n {
-            let c = data[*i];
-            *i += 1;
-            if c == b'\n' {
-                break;
+    let mut parser = Parser::default();
+    parser.parse(data, true);
+    parser.entries(data)
+}
+
+/// [`parse`] as the text arrives: lines are parsed as soon as what comes
+/// after them cannot change how (see [`Parser::parse`]), so that the
+/// parsing keeps up with a slow reader of `/proc/kallsyms`.
+#[derive(Default)]
+pub struct Parser {
+    /// Where parsing goes on.
+    pos: usize,
+    /// (address, type, name's start and length) of each entry so far.
+    found: Vec<(u64, u8, u32, u32)>,
+}
+
+impl Parser {
+    /// Parses `data` (the text so far: what was given before, and more)
+    /// from where the last call stopped. Unless `last`, it stops before the
+    /// last two lines: a line is read up to the end of the next one at most
+    /// (perf's swallowing), and the next may be incomplete.
+    pub fn parse(&mut self, data: &[u8], last: bool) {
+        const NAME_MAX: usize = 513;
+        let n = data.len();
+        let stop_at = if last {
+            n
+        } else {
+            // Just after the second to last newline.
+            let Some(l) = data.iter().rposition(|&c| c == b'\n') else { return };
+            match data[..l].iter().rposition(|&c| c == b'\n') {
+                Some(p) => p + 1,
+                None => return,
             }
-        }
-    };
-    while i < n {
-        // io__get_hex
-        let mut addr: u64 = 0;
-        let mut digits = 0;
-        let stop;
-        loop {
-            if i >= n {
-                stop = None;
-                break;
-            }
-            let c = data[i];
-            i += 1;
-            match HEX[c as usize] {
-                NOT_HEX => {
-                    stop = Some(c);
+        };
+        let mut i = self.pos;
+        let read_to_eol = |i: &mut usize| {
+            while *i < n {
+                let c = data[*i];
+                *i += 1;
+                if c == b'\n' {
                     break;
                 }
-                d => {
-                    addr = addr << 4 | d as u64;
-                    digits += 1;
+            }
+        };
+        while i < stop_at {
+            // io__get_hex
+            let mut addr: u64 = 0;
+            let mut digits = 0;
+            let stop;
+            loop {
+                if i >= n {
+                    stop = None;
+                    break;
+                }
+                let c = data[i];
+                i += 1;
+                match HEX[c as usize] {
+                    NOT_HEX => {
+                        stop = Some(c);
+                        break;
+                    }
+                    d => {
+                        addr = addr << 4 | d as u64;
+                        digits += 1;
+                    }
                 }
             }
-        }
-        if digits == 0 || stop != Some(b' ') {
-            if stop.is_none() {
-                break;
+            if digits == 0 || stop != Some(b' ') {
+                if stop.is_none() {
+                    break;
+                }
+                read_to_eol(&mut i);
+                continue;
             }
-            read_to_eol(&mut i);
-            continue;
-        }
-        let Some(&typ) = data.get(i) else { break };
-        i += 1;
-        if data.get(i) != Some(&b' ') {
-            if i >= n {
-                break;
+            let Some(&typ) = data.get(i) else { break };
+            i += 1;
+            if data.get(i) != Some(&b' ') {
+                if i >= n {
+                    break;
+                }
+                i += 1;
+                read_to_eol(&mut i);
+                continue;
             }
             i += 1;
-            read_to_eol(&mut i);
-            continue;
+            let start = i;
+            let limit = n.min(start + NAME_MAX);
+            // A kallsyms file is 120,000 lines: this is most of reading it.
+            i = find_byte(&data[start..limit], b'\n').map_or(limit, |p| start + p);
+            let (Ok(at), Ok(len)) = (u32::try_from(start), u32::try_from(i - start)) else { break };
+            if i < n && data[i] == b'\n' {
+                i += 1;
+            }
+            self.found.push((addr, typ, at, len));
         }
-        i += 1;
-        let start = i;
-        let limit = n.min(start + NAME_MAX);
-        // A kallsyms file is 120,000 lines: this is most of reading it.
-        i = find_byte(&data[start..limit], b'\n').map_or(limit, |p| start + p);
-        let name = &data[start..i];
-        if i < n && data[i] == b'\n' {
-            i += 1;
-        }
-        out.push(Entry { addr, typ, name });
+        self.pos = i;
     }
-    out
+
+    /// The entries found, their names in `data`.
+    pub fn entries<'a>(&self, data: &'a [u8]) -> Vec<Entry<'a>> {
+        self.found.iter().map(|&(addr, typ, at, len)| Entry { addr, typ, name: &data[at as usize..(at + len) as usize] }).collect()
+    }
 }
 
 /// perf's `kallsyms__get_function_start`: the first `T`/`W`/`A` symbol
@@ -134,13 +171,20 @@ pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
 
 /// [`load`], keeping the module symbols perf moves to module maps
 /// (`maps__split_kallsyms`).
-pub fn load_all(mut data: Vec<u8>, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
+pub fn load_all(data: Vec<u8>, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
+    let mut parser = Parser::default();
+    parser.parse(&data, true);
+    load_parsed(data, &parser, ref_reloc)
+}
+
+/// [`load_all`] for a text parsed already (`parser` parsed it to the end).
+pub fn load_parsed(mut data: Vec<u8>, parser: &Parser, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
     let in_table = u32::try_from(data.len()).is_ok();
     // The names stay in the file's bytes, each ended by a NUL where its
     // newline was (written once the parse lets go of them): one
     // allocation rather than one per symbol.
     let (syms, ends, delta) = {
-        let entries = parse(&data);
+        let entries = parser.entries(&data);
         let mut syms = Vec::with_capacity(entries.len());
         let mut ends = Vec::with_capacity(entries.len());
         for e in &entries {
@@ -255,6 +299,33 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
         // Garbage lines are skipped without losing the next good one.
         let e = parse(b"zz bad\nffff T ok\n1234Xbad\n10 t x\n");
         assert_eq!(e.iter().map(|e| e.name).collect::<Vec<_>>(), vec![&b"ok"[..], &b"x"[..]]);
+    }
+
+    /// Parsing the text as it arrives, in pieces of any size, finds what
+    /// parsing it whole finds, perf's swallowed lines and cut names too.
+    #[test]
+    fn parsing_in_pieces_is_parsing_whole() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kallsyms/6.18.44-fc-v657.kallsyms");
+        let long = format!("ffff t {}\nffff0 T after_long\n", "n".repeat(600));
+        let texts: Vec<Vec<u8>> = vec![
+            SAMPLE.to_vec(),
+            b"zz bad\nffff T ok\n1234Xbad\n10 t x\n\n20 t swallowed\n30 t y\n40 \n50 t z\n60 Tq\n70 t w".to_vec(),
+            long.into_bytes(),
+            std::fs::read(fixture).expect("fixture kallsyms")[..200_000].to_vec(),
+        ];
+        for text in &texts {
+            let whole: Vec<Entry<'_>> = parse(text);
+            for piece in [1, 2, 3, 7, 64, 4096] {
+                let mut parser = Parser::default();
+                let mut got = Vec::new();
+                for chunk in text.chunks(piece) {
+                    got.extend_from_slice(chunk);
+                    parser.parse(&got, false);
+                }
+                parser.parse(&got, true);
+                assert_eq!(parser.entries(&got), whole, "pieces of {piece}");
+            }
+        }
     }
 
     #[test]

@@ -180,9 +180,9 @@ pub struct Symbolizer {
     symfs: Option<Rc<Path>>,
     /// The empty inline list, shared.
     no_inlines: Rc<[InlineEntry]>,
-    /// A kallsyms file being read on another thread (see
-    /// [`Symbolizer::read_kallsyms_ahead`]).
-    kallsyms_ahead: Option<(PathBuf, std::thread::JoinHandle<Option<Vec<u8>>>)>,
+    /// A kallsyms file being read on another thread, coming in pieces
+    /// (`None`: reading failed; see [`Symbolizer::read_kallsyms_ahead`]).
+    kallsyms_ahead: Option<(PathBuf, std::sync::mpsc::Receiver<Option<Vec<u8>>>)>,
 }
 
 impl Symbolizer {
@@ -203,15 +203,32 @@ impl Symbolizer {
     /// Starts reading the kallsyms file the kernel's symbols will likely
     /// come from, on another thread: the kernel takes tens of milliseconds
     /// to print `/proc/kallsyms`, time in which the reading side can look
-    /// ahead and the loader start. Which file is read is decided again when
-    /// the symbols are needed; the early text is used only if it is the
-    /// same file. Call after [`Symbolizer::set_build_ids`].
+    /// ahead and the loader start. The text comes in pieces, parsed as they
+    /// arrive by the side that needs the symbols (see [`kallsyms::Parser`]).
+    /// Which file is read is decided again when the symbols are needed; the
+    /// early text is used only if it is the same file. Call after
+    /// [`Symbolizer::set_build_ids`].
     pub fn read_kallsyms_ahead(&mut self) {
+        use std::io::Read;
+        const PIECE: u64 = 256 << 10;
         let bid = self.build_ids.get(KERNEL_DSO_NAME.as_bytes()).cloned();
         let Some(path) = self.kallsyms_path(bid.as_deref()) else { return };
         let reading = path.clone();
-        let thread = std::thread::Builder::new().name("pstitch-ksyms".into()).spawn(move || std::fs::read(reading).ok());
-        self.kallsyms_ahead = thread.ok().map(|t| (path, t));
+        let (pieces, arrive) = std::sync::mpsc::channel();
+        let read = move || {
+            let Ok(mut file) = std::fs::File::open(reading) else { return pieces.send(None) };
+            loop {
+                let mut piece = Vec::with_capacity(PIECE as usize);
+                match (&mut file).take(PIECE).read_to_end(&mut piece) {
+                    Ok(0) => return Ok(()),
+                    Ok(_) => pieces.send(Some(piece))?,
+                    Err(_) => return pieces.send(None),
+                }
+            }
+        };
+        if std::thread::Builder::new().name("pstitch-ksyms".into()).spawn(read).is_ok() {
+            self.kallsyms_ahead = Some((path, arrive));
+        }
     }
 
     /// Lets the kernel drop the pages of every mapped object file. Names
@@ -296,12 +313,26 @@ impl Symbolizer {
         let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(d.name.as_bytes()).cloned()));
         let rr = kernel.and_then(|d| d.ref_reloc.clone());
         let path = self.kallsyms_path(bid.as_deref());
-        let data = match (self.kallsyms_ahead.take(), &path) {
-            (Some((early, reading)), Some(p)) if early == *p => reading.join().ok().flatten(),
-            _ => path.and_then(|p| std::fs::read(p).ok()),
+        let parsed = match (self.kallsyms_ahead.take(), &path) {
+            (Some((early, pieces)), Some(p)) if early == *p => {
+                let mut data = Vec::new();
+                let mut parser = kallsyms::Parser::default();
+                pieces
+                    .iter()
+                    .try_for_each(|piece| {
+                        data.extend_from_slice(&piece?);
+                        parser.parse(&data, false);
+                        Some(())
+                    })
+                    .map(|()| (data, parser))
+            }
+            _ => path.and_then(|p| std::fs::read(p).ok()).map(|data| (data, kallsyms::Parser::default())),
         };
-        let k = data
-            .and_then(|data| kallsyms::load_all(data, rr.as_ref().map(|(n, a)| (&**n, *a))))
+        let k = parsed
+            .and_then(|(data, mut parser)| {
+                parser.parse(&data, true);
+                kallsyms::load_parsed(data, &parser, rr.as_ref().map(|(n, a)| (&**n, *a)))
+            })
             .map(Rc::new);
         self.kallsyms = Some(k.clone());
         k
