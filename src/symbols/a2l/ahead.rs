@@ -33,7 +33,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use super::dwarf::{Dwarf, Ready};
 
 /// Units decoded ahead and not taken yet at most (a decoder waits then).
-const MAX_READY: usize = 512;
+/// The loader decodes while the reading side still reads kallsyms and the
+/// formatter has no lines yet: at 512 it stopped a quarter of the way
+/// through libc's 2,063 units and sat idle until the formatter caught up.
+const MAX_READY: usize = 4096;
 /// How far a decoder jumps ahead when the session caught up with it.
 const JUMP: u32 = 16;
 
