@@ -9,6 +9,7 @@ use crate::perf_data::bytes::Endian;
 use crate::perf_data::evlist::Evlist;
 use crate::perf_data::features::Features;
 use crate::perf_data::header::{self, FILE_HEADER_SIZE, PIPE_HEADER_SIZE};
+use crate::perf_data::pager::Pager;
 use crate::perf_data::{Error, FileBytes, FileInfo, RecordSource, Result};
 
 /// An opened input, before reading records.
@@ -109,6 +110,8 @@ impl Input {
         let mapped = matches!(self.bytes, Some(FileBytes::Mapped(_)));
         let bytes: &[u8] = self.bytes.as_deref().unwrap_or(&[]);
         let drop_behind = mapped.then_some(0);
+        let start = self.info.as_ref().map_or(PIPE_HEADER_SIZE, |info| info.data.start);
+        let pager = if mapped { Pager::start(bytes, start) } else { None };
         match &self.info {
             Some(info) => RecordSource::Slice {
                 data: bytes,
@@ -117,8 +120,9 @@ impl Input {
                 endian,
                 missing: info.data_missing,
                 drop_behind,
+                pager,
             },
-            None => RecordSource::Slice { data: bytes, pos: PIPE_HEADER_SIZE, end: bytes.len(), endian, missing: 0, drop_behind },
+            None => RecordSource::Slice { data: bytes, pos: PIPE_HEADER_SIZE, end: bytes.len(), endian, missing: 0, drop_behind, pager },
         }
     }
 }

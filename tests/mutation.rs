@@ -40,7 +40,7 @@ fn records(bytes: &[u8]) -> Vec<(usize, u32, usize)> {
             (info.header.endian, info.data.start, info.data.end)
         }
     };
-    let mut src = RecordSource::Slice { data: bytes, pos: start, end, endian, missing: 0, drop_behind: None };
+    let mut src = RecordSource::Slice { data: bytes, pos: start, end, endian, missing: 0, drop_behind: None, pager: None };
     let mut v = Vec::new();
     while let Ok(Some(r)) = src.next_record() {
         v.push((r.offset as usize, r.header.type_, r.header.size as usize));

@@ -15,6 +15,7 @@ pub mod header;
 pub mod record;
 pub mod sample;
 pub mod swap;
+pub mod pager;
 pub mod writer;
 
 use std::borrow::Cow;
@@ -82,7 +83,8 @@ pub enum RecordSource<'a> {
     /// source reports them as an error once the records present are read.
     /// `drop_behind`: `data` is a read-only file mapping whose pages below
     /// this offset were given back (see [`release_behind`]).
-    Slice { data: &'a [u8], pos: usize, end: usize, endian: Endian, missing: u64, drop_behind: Option<usize> },
+    /// `pager`: maps the pages ahead of `pos` on another thread.
+    Slice { data: &'a [u8], pos: usize, end: usize, endian: Endian, missing: u64, drop_behind: Option<usize>, pager: Option<pager::Pager> },
     /// A pipe or other non-seekable input.
     Stream { reader: Box<dyn Read + 'a>, pos: u64, endian: Endian },
 }
@@ -135,7 +137,7 @@ impl<'a> RecordSource<'a> {
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
         match self {
-            RecordSource::Slice { data, pos, end, endian, missing, drop_behind } => {
+            RecordSource::Slice { data, pos, end, endian, missing, drop_behind, pager } => {
                 if let Some(done) = drop_behind {
                     release_behind(data, done, *pos);
                 }
@@ -169,6 +171,9 @@ impl<'a> RecordSource<'a> {
                     Error::in_record(off, header.type_, format!("payload of {extra} bytes runs past the end of the data"))
                 })?;
                 *pos += total;
+                if let Some(p) = pager {
+                    p.at(*pos);
+                }
                 Ok(Some(RawRecord { offset: off, header, bytes: Cow::Borrowed(&avail[..total]) }))
             }
             RecordSource::Stream { reader, pos, endian } => {
@@ -465,17 +470,17 @@ mod tests {
         rec.extend(0u16.to_le_bytes());
         rec.extend(4u16.to_le_bytes());
         {
-            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None };
+            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None, pager: None };
             let e = s.next_record().unwrap_err();
             assert_eq!(e.offset, Some(0));
         }
         rec[6] = 64;
         {
-            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None };
+            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None, pager: None };
             assert!(s.next_record().unwrap_err().message.contains("runs past"));
         }
         rec[6] = 12;
-        let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None };
+        let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None, pager: None };
         assert!(s.next_record().unwrap_err().message.contains("multiple of 8"));
     }
 
@@ -499,7 +504,7 @@ mod tests {
         record(&mut data, kind::MMAP, 32);
         let good = data.len();
         record(&mut data, kind::SAMPLE, 12);
-        let source = |pos| RecordSource::Slice { data: &data, pos, end: data.len(), endian: e, missing: 0, drop_behind: None };
+        let source = |pos| RecordSource::Slice { data: &data, pos, end: data.len(), endian: e, missing: 0, drop_behind: None, pager: None };
 
         let shown: Vec<(u64, usize)> = source(0).upcoming(0).map(|(after, b)| (after, b.len())).collect();
         assert_eq!(shown, [(24, 24), (56, 16), (good as u64, 32)]);

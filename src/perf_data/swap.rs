@@ -819,7 +819,7 @@ fn swap_records(
     evlist: &mut Evlist,
     untouched: &mut Vec<String>,
 ) -> Result<()> {
-    let mut src = RecordSource::Slice { data: input, pos: start, end, endian: from, missing: 0, drop_behind: None };
+    let mut src = RecordSource::Slice { data: input, pos: start, end, endian: from, missing: 0, drop_behind: None, pager: None };
     while let Some(raw) = src.next_record()? {
         let off = raw.offset as usize;
         let size = raw.header.size as usize;
@@ -844,7 +844,7 @@ pub fn decompress(input: &[u8]) -> Result<Vec<u8>> {
     };
     let mut data = Vec::with_capacity(end - start);
     let mut dec: Option<Decompressor> = None;
-    let mut src = RecordSource::Slice { data: input, pos: start, end, endian: from, missing: 0, drop_behind: None };
+    let mut src = RecordSource::Slice { data: input, pos: start, end, endian: from, missing: 0, drop_behind: None, pager: None };
     while let Some(raw) = src.next_record()? {
         let t = raw.header.type_;
         if t == kind::COMPRESSED || t == kind::COMPRESSED2 {
