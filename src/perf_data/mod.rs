@@ -54,6 +54,28 @@ fn trailing_payload(header: &RecordHeader, record: &[u8], endian: Endian) -> std
     n.checked_add(7).map(|n| n & !7).ok_or(())
 }
 
+/// The record at the start of `avail` (file offset `off`): its header and
+/// its size with the payload that follows it, checked against what is left.
+fn record_at(avail: &[u8], off: u64, endian: Endian) -> Result<(RecordHeader, usize)> {
+    let header = RecordHeader::parse(avail, endian)
+        .ok_or_else(|| Error::at(off, format!("record header truncated ({} bytes left)", avail.len())))?;
+    let size = header.size as usize;
+    check_size(off, &header)?;
+    if size > avail.len() {
+        return Err(Error::in_record(
+            off,
+            header.type_,
+            format!("record of {size} bytes runs past the end of the data ({} bytes left)", avail.len()),
+        ));
+    }
+    let extra = trailing_payload(&header, &avail[..size], endian).map_err(|_| Error::in_record(off, header.type_, "bad payload size"))?;
+    let total = size
+        .checked_add(extra)
+        .filter(|&t| t <= avail.len())
+        .ok_or_else(|| Error::in_record(off, header.type_, format!("payload of {extra} bytes runs past the end of the data")))?;
+    Ok((header, total))
+}
+
 /// How far behind the read position pages of a mapped input are kept.
 const KEEP_BEHIND: usize = 8 << 20;
 
@@ -124,13 +146,9 @@ impl<'a> RecordSource<'a> {
         };
         std::iter::from_fn(move || {
             let avail = data.get(pos..end)?;
-            let header = RecordHeader::parse(avail, endian)?;
-            check_size(pos as u64, &header).ok()?;
-            let size = header.size as usize;
-            let extra = trailing_payload(&header, avail.get(..size)?, endian).ok()?;
-            let total = size.checked_add(extra).filter(|&t| t <= avail.len())?;
+            let (header, total) = record_at(avail, pos as u64, endian).ok()?;
             pos += total;
-            Some((pos as u64, &avail[..size]))
+            Some((pos as u64, &avail[..header.size as usize]))
         })
     }
 
@@ -153,23 +171,7 @@ impl<'a> RecordSource<'a> {
                 }
                 let off = *pos as u64;
                 let avail = data.get(*pos..*end).unwrap_or(&[]);
-                let header = RecordHeader::parse(avail, *endian).ok_or_else(|| {
-                    Error::at(off, format!("record header truncated ({} bytes left)", avail.len()))
-                })?;
-                let size = header.size as usize;
-                check_size(off, &header)?;
-                if size > avail.len() {
-                    return Err(Error::in_record(
-                        off,
-                        header.type_,
-                        format!("record of {size} bytes runs past the end of the data ({} bytes left)", avail.len()),
-                    ));
-                }
-                let extra = trailing_payload(&header, &avail[..size], *endian)
-                    .map_err(|_| Error::in_record(off, header.type_, "bad payload size"))?;
-                let total = size.checked_add(extra).filter(|&t| t <= avail.len()).ok_or_else(|| {
-                    Error::in_record(off, header.type_, format!("payload of {extra} bytes runs past the end of the data"))
-                })?;
+                let (header, total) = record_at(avail, off, *endian)?;
                 *pos += total;
                 if let Some(p) = pager {
                     p.at(*pos);

@@ -121,8 +121,15 @@ impl Script {
                 }
             }
         }
-        let mut worth: Vec<(u32, LoadRequest)> =
-            candidates.list.into_iter().filter_map(|(r, n)| Some((n, r?))).filter(|&(n, _)| n >= WORTH).collect();
+        // A file may be a candidate twice: as a queued MMAP and as a map
+        // the machine has.
+        let mut hits: std::collections::HashMap<LoadRequest, u32> = std::collections::HashMap::new();
+        for (request, n) in candidates.list {
+            if let Some(r) = request {
+                *hits.entry(r).or_default() += n;
+            }
+        }
+        let mut worth: Vec<(u32, LoadRequest)> = hits.into_iter().filter(|&(_, n)| n >= WORTH).map(|(r, n)| (n, r)).collect();
         worth.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.long_name.cmp(&b.1.long_name)));
         for (_, request) in worth.into_iter().take(MAX_AHEAD) {
             self.out.prefetch(request);
