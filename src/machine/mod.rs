@@ -18,12 +18,12 @@ pub use maps::{DsoId, Map, MapKind, Maps};
 
 use crate::perf_data::record::{CommRecord, MmapRecord, TaskRecord, misc};
 
-/// `PERF_RECORD_MISC_FORK_EXEC`: a FORK perf record synthesized for an
-/// existing task; its maps arrive as MMAP records, so none are copied.
 /// The kernel image's DSO (perf's `[kernel.kallsyms]`); its MMAP names
 /// it with the reference symbol appended.
 pub const KERNEL_DSO_NAME: &str = "[kernel.kallsyms]";
 
+/// `PERF_RECORD_MISC_FORK_EXEC`: a FORK perf record synthesized for an
+/// existing task; its maps arrive as MMAP records, so none are copied.
 const MISC_FORK_EXEC: u16 = 1 << 13;
 const PROT_EXEC: u32 = 4;
 

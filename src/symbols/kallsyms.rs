@@ -37,7 +37,7 @@ pub struct Parser {
     /// Where parsing goes on.
     pos: usize,
     /// (address, type, name's start and length) of each entry so far.
-    found: Vec<(u64, u8, u32, u32)>,
+    found: Vec<(u64, u8, usize, usize)>,
 }
 
 impl Parser {
@@ -113,18 +113,17 @@ impl Parser {
             let limit = n.min(start + NAME_MAX);
             // A kallsyms file is 120,000 lines: this is most of reading it.
             i = find_byte(&data[start..limit], b'\n').map_or(limit, |p| start + p);
-            let (Ok(at), Ok(len)) = (u32::try_from(start), u32::try_from(i - start)) else { break };
+            self.found.push((addr, typ, start, i - start));
             if i < n && data[i] == b'\n' {
                 i += 1;
             }
-            self.found.push((addr, typ, at, len));
         }
         self.pos = i;
     }
 
     /// The entries found, their names in `data`.
     pub fn entries<'a>(&self, data: &'a [u8]) -> Vec<Entry<'a>> {
-        self.found.iter().map(|&(addr, typ, at, len)| Entry { addr, typ, name: &data[at as usize..(at + len) as usize] }).collect()
+        self.found.iter().map(|&(addr, typ, at, len)| Entry { addr, typ, name: &data[at..at + len] }).collect()
     }
 }
 
