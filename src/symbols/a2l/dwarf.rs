@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
-use gimli::{Abbreviations, AttributeValue, DebugAbbrev, DebugAbbrevOffset, DebugInfo, EndianSlice, RunTimeEndian, UnitOffset};
+use gimli::{Abbreviations, AttributeValue, DebugInfo, EndianSlice, RunTimeEndian, UnitOffset};
 
+use super::abbrev;
 use super::lines::{LineHit, LineTable, StrSections};
 use super::ranges::RangeIndex;
 use super::reader::Reader;
@@ -233,6 +234,16 @@ pub struct Unit {
     pub func_span: Option<(u64, u64)>,
 }
 
+impl Unit {
+    fn encoding(&self) -> gimli::Encoding {
+        gimli::Encoding {
+            format: if self.offset_size == 8 { gimli::Format::Dwarf64 } else { gimli::Format::Dwarf32 },
+            version: self.version,
+            address_size: self.addr_size,
+        }
+    }
+}
+
 pub struct Dwarf {
     le: bool,
     pub s: Sections,
@@ -246,7 +257,7 @@ pub struct Dwarf {
     /// its table while it is read or scanned, and again only when a later
     /// unit refers into it (parsed again then; a large program has
     /// thousands of tables).
-    abbrev_cache: Vec<(u64, Arc<Abbreviations>)>,
+    abbrev_cache: Vec<(u64, Arc<abbrev::Table>)>,
     /// Decoding ahead: the decodes under way, innermost last (`None` in a
     /// session).
     recording: Option<Vec<Trail>>,
@@ -518,10 +529,14 @@ impl Dwarf {
         if aoff >= abbrev_data.len() as u64 {
             return None;
         }
-        let abbrevs = self.abbreviations(aoff)?;
         let end = off.saturating_add(h.length_including_self()).min(info_data.len());
-        let mut entries = h.entries_raw(&abbrevs, None).ok()?;
-        let abbrev = entries.read_abbreviation().ok()??;
+        let root = h.header_size();
+        let mut die = EndianSlice::new(info_data.get(off.checked_add(root)?..end)?, endian);
+        let code = gimli::Reader::read_uleb128(&mut die).ok()?;
+        let (tag, has_children, specs) = abbrev::find(&self.s.abbrev, aoff, code, endian)?;
+        let no_abbreviations = Abbreviations::default();
+        let root_attrs = root + (end - off - root - die.len());
+        let mut entries = gimli::EntriesRaw::new(die, enc, &no_abbreviations, UnitOffset(root_attrs));
         let mut unit = Unit {
             offset: off,
             end,
@@ -542,11 +557,11 @@ impl Dwarf {
             decoded: None,
             func_span: None,
         };
-        let compunit = abbrev.tag().0 == DW_TAG_COMPILE_UNIT;
+        let compunit = tag == DW_TAG_COMPILE_UNIT;
         let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
         let mut deferred = Vec::new();
-        for spec in abbrev.attributes() {
-            let attr = entries.read_attribute(*spec).ok()?;
+        for spec in specs {
+            let attr = entries.read_attribute(spec).ok()?;
             let raw = attr.raw_value();
             let name = attr.name().0;
             let indexed = matches!(raw, AttributeValue::DebugStrOffsetsIndex(_)) && unit.str_offsets_base == 0
@@ -573,7 +588,7 @@ impl Dwarf {
         if high != 0 {
             unit.aranges.add(low, high);
         }
-        if abbrev.has_children() {
+        if has_children {
             unit.first_child = Some(entries.next_offset().0);
         }
         self.index.add(self.units.len(), unit.aranges.iter().copied());
@@ -583,15 +598,15 @@ impl Dwarf {
         Some(self.units.len() - 1)
     }
 
-    /// The abbreviation table at `offset` in `.debug_abbrev`.
-    fn abbreviations(&mut self, offset: u64) -> Option<Arc<Abbreviations>> {
+    /// The abbreviation table at `offset` in `.debug_abbrev`, for a unit
+    /// of encoding `enc`.
+    fn abbreviations(&mut self, offset: u64, enc: gimli::Encoding) -> Option<Arc<abbrev::Table>> {
         const KEEP: usize = 8;
-        if let Some(i) = self.abbrev_cache.iter().rposition(|(o, _)| *o == offset) {
+        if let Some(i) = self.abbrev_cache.iter().rposition(|(o, t)| *o == offset && t.encoding == enc) {
             let hit = self.abbrev_cache.remove(i);
             self.abbrev_cache.push(hit);
         } else {
-            let data = DebugAbbrev::new(&self.s.abbrev, self.endian());
-            let table = Arc::new(data.abbreviations(DebugAbbrevOffset(usize::try_from(offset).ok()?)).ok()?);
+            let table = Arc::new(abbrev::Table::parse(&self.s.abbrev, offset, self.endian(), enc)?);
             if self.abbrev_cache.len() == KEEP {
                 self.abbrev_cache.remove(0);
             }
@@ -928,35 +943,34 @@ impl Dwarf {
     /// The attributes of the DIE at `off` (unit-relative) in unit `ui`, or
     /// `None` for a null entry.
     fn die_attrs(&mut self, ui: usize, off: u64) -> Result<Option<Attrs>, ()> {
-        let abbrevs = self.abbreviations(self.units[ui].abbrev_offset).ok_or(())?;
+        let enc = self.units[ui].encoding();
+        let table = self.abbreviations(self.units[ui].abbrev_offset, enc).ok_or(())?;
         let u = &self.units[ui];
         let start = u.offset.checked_add(usize::try_from(off).map_err(|_| ())?).ok_or(())?;
         let end = self.unit_end(ui);
         if start >= end {
             return Err(());
         }
-        let data = EndianSlice::new(&self.s.info[start..end], self.endian());
-        let enc = gimli::Encoding {
-            format: if u.offset_size == 8 { gimli::Format::Dwarf64 } else { gimli::Format::Dwarf32 },
-            version: u.version,
-            address_size: u.addr_size,
-        };
-        let mut e = gimli::EntriesRaw::new(data, enc, &abbrevs, UnitOffset(off as usize));
-        let Some(abbrev) = e.read_abbreviation().map_err(|_| ())? else { return Ok(None) };
+        let mut input = EndianSlice::new(&self.s.info[start..end], self.endian());
+        let code = gimli::Reader::read_uleb128(&mut input).map_err(|_| ())?;
+        if code == 0 {
+            return Ok(None);
+        }
+        let abbrev = table.get(code).ok_or(())?;
+        let attrs = table.attrs(abbrev);
         // Owned values, so that decoding another unit afterwards does not
         // clash with borrowed attribute data.
-        let mut out = Vec::with_capacity(abbrev.attributes().len());
-        for spec in abbrev.attributes() {
-            if !matches!(spec.name().0, 0x03 | 0x47 | 0x6e | 0x2007 | 0x3a | 0x3b) {
-                if e.skip_attributes(std::slice::from_ref(spec)).is_err() {
+        let mut out = Vec::with_capacity(attrs.len());
+        for attr in attrs {
+            if !matches!(attr.name(), 0x03 | 0x47 | 0x6e | 0x2007 | 0x3a | 0x3b) {
+                if table.skip(&mut input, attr).is_none() {
                     break;
                 }
                 continue;
             }
-            let Ok(a) = e.read_attribute(*spec) else { break };
-            let raw = a.raw_value();
+            let Some(raw) = table.read(&mut input, attr) else { break };
             let rf = ref_of(&raw);
-            out.push((a.name().0, self.classify(u, &raw), rf));
+            out.push((attr.name(), self.classify(u, &raw), rf));
         }
         Ok(Some(out))
     }
@@ -1121,17 +1135,10 @@ impl Dwarf {
         let start = u.offset;
         let end = self.unit_end(ui);
         let first = u.first_child?;
-        let enc = gimli::Encoding {
-            format: if u.offset_size == 8 { gimli::Format::Dwarf64 } else { gimli::Format::Dwarf32 },
-            version: u.version,
-            address_size: u.addr_size,
-        };
-        let aoff = u.abbrev_offset;
-        let abbrevs = self.abbreviations(aoff)?;
-        let u = &self.units[ui];
-        let lang = u.lang;
-        let data = EndianSlice::new(info.get(start + first..end)?, self.endian());
-        let mut e = gimli::EntriesRaw::new(data, enc, &abbrevs, UnitOffset(first));
+        let enc = u.encoding();
+        let table = self.abbreviations(u.abbrev_offset, enc)?;
+        let lang = self.units[ui].lang;
+        let mut input = EndianSlice::new(info.get(start + first..end)?, self.endian());
         let mut funcs: Vec<Func> = Vec::new();
         let mut vars: Vec<Var> = Vec::new();
         // nested_funcs[level]: the function DIE most recently seen at that
@@ -1142,20 +1149,20 @@ impl Dwarf {
         let mut attrs: RawAttrs<'_> = Vec::new();
         let mut vals: Attrs = Vec::new();
         while level >= 0 {
-            if e.is_empty() {
+            if input.is_empty() {
                 return None;
             }
-            let abbrev = match e.read_abbreviation() {
-                Ok(Some(a)) => a,
-                Ok(None) => {
-                    level -= 1;
-                    continue;
-                }
-                Err(_) => return None,
-            };
-            let tag = abbrev.tag().0;
+            let code = gimli::Reader::read_uleb128(&mut input).ok()?;
+            if code == 0 {
+                level -= 1;
+                continue;
+            }
+            let abbrev = table.get(code)?;
+            let tag = abbrev.tag;
             let is_func = matches!(tag, DW_TAG_SUBPROGRAM | DW_TAG_ENTRY_POINT | DW_TAG_INLINED_SUBROUTINE);
-            let is_var = matches!(tag, 0x34 | 0x0d);
+            // Only a variable or member with DW_AT_external or a location
+            // can be static (see `scan_var`): the others are stepped over.
+            let is_var = matches!(tag, 0x34 | 0x0d) && (abbrev.has(0x3f) || abbrev.has(0x02));
             let lv = level as usize;
             if nested.len() <= lv {
                 nested.resize(lv + 1, NONE);
@@ -1164,22 +1171,21 @@ impl Dwarf {
             if is_func || is_var {
                 // Only the attributes binutils looks at are decoded; the
                 // others (types, frame bases, locations lists...) skipped.
-                for spec in abbrev.attributes() {
-                    let n = spec.name().0;
+                for attr in table.attrs(abbrev) {
+                    let n = attr.name();
                     let wanted = if is_func {
                         matches!(n, 0x58 | 0x59 | 0x31 | 0x47 | 0x03 | 0x6e | 0x2007 | 0x11 | 0x12 | 0x55)
                     } else {
                         matches!(n, 0x3f | 0x02 | 0x47 | 0x03 | 0x3a | 0x3b)
                     };
                     if wanted {
-                        let a = e.read_attribute(*spec).ok()?;
-                        attrs.push((n, a.raw_value()));
+                        attrs.push((n, table.read(&mut input, attr)?));
                     } else {
-                        e.skip_attributes(std::slice::from_ref(spec)).ok()?;
+                        table.skip(&mut input, attr)?;
                     }
                 }
             } else {
-                e.skip_attributes(abbrev.attributes()).ok()?;
+                table.skip_all(&mut input, abbrev)?;
             }
             if is_func {
                 let fi = funcs.len() as u32;
@@ -1255,7 +1261,7 @@ impl Dwarf {
                 && let Some(v) = self.scan_var(ui, &mut attrs) {
                     vars.push(v);
                 }
-            if abbrev.has_children() {
+            if abbrev.has_children {
                 level += 1;
                 let lv = level as usize;
                 if nested.len() <= lv {

@@ -7,6 +7,7 @@
 //! sticks (see [`Session::query`]). One session per DSO, like perf's one
 //! process per DSO.
 
+pub mod abbrev;
 pub mod ahead;
 pub mod bfd;
 pub mod dwarf;
