@@ -268,8 +268,11 @@ mod tests {
         }
     }
 
-    /// A table of entries (code, tag, children, [(name, form)]).
-    fn table(entries: &[(u64, u16, u8, &[(u16, u16)])]) -> Vec<u8> {
+    /// An entry: code, tag, children byte, (name, form) pairs.
+    type Entry<'a> = (u64, u16, u8, &'a [(u16, u16)]);
+
+    /// A table of entries.
+    fn table(entries: &[Entry<'_>]) -> Vec<u8> {
         let mut t = Vec::new();
         for (code, tag, children, attrs) in entries {
             uleb(&mut t, *code);
