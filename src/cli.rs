@@ -284,10 +284,10 @@ fn human(v: f64) -> String {
 /// `-v`: what was read, on stderr (perf's `perf report -D`-style counts).
 fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::deferred::StitchStats) {
     use crate::perf_data::record::kind;
-    let total: u64 = st.by_type.values().sum();
+    let total: u64 = st.by_type.iter().map(|(_, n)| n).sum();
     eprintln!("pstitch: {name}: {total} records");
-    for (t, n) in &st.by_type {
-        eprintln!("  {:>20}: {n}", kind::name(*t));
+    for (t, n) in st.by_type.iter() {
+        eprintln!("  {:>20}: {n}", kind::name(t));
     }
     let extra = [
         ("records for unknown event ids", st.nr_unknown_id),

@@ -142,8 +142,7 @@ impl Machine {
     /// perf's `machine__findnew_thread`: find by tid (learning the pid if it
     /// was unknown) or create, joining the leader's map group.
     pub fn findnew_thread(&mut self, pid: i32, tid: i32) -> &mut Thread {
-        if self.threads.contains_key(&tid) {
-            let known_pid = self.threads[&tid].pid;
+        if let Some(known_pid) = self.threads.get(&tid).map(|t| t.pid) {
             if pid != -1 && known_pid == -1 && pid != known_pid {
                 self.epoch += 1;
                 self.threads.get_mut(&tid).expect("present").pid = pid;

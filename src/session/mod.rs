@@ -85,11 +85,41 @@ pub trait Tool {
 /// How many records after the queue [`Tool::lookahead`] may see.
 pub const UPCOMING_MAX: usize = 1 << 16;
 
+/// Records counted by type: one add per record read, so the types perf
+/// knows (all below 128) have a slot each.
+#[derive(Debug, Clone)]
+pub struct TypeCounts {
+    known: [u64; 128],
+    others: std::collections::BTreeMap<u32, u64>,
+}
+
+impl Default for TypeCounts {
+    fn default() -> TypeCounts {
+        TypeCounts { known: [0; 128], others: Default::default() }
+    }
+}
+
+impl TypeCounts {
+    #[inline]
+    pub fn add(&mut self, t: u32) {
+        match self.known.get_mut(t as usize) {
+            Some(n) => *n += 1,
+            None => *self.others.entry(t).or_default() += 1,
+        }
+    }
+
+    /// The types seen and their counts, by type.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let known = self.known.iter().enumerate().filter(|(_, n)| **n != 0).map(|(t, n)| (t as u32, *n));
+        known.chain(self.others.iter().map(|(t, n)| (*t, *n)))
+    }
+}
+
 /// Counters kept while reading (perf's `events_stats`).
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
     /// Records read, by type (skipped ones included).
-    pub by_type: std::collections::BTreeMap<u32, u64>,
+    pub by_type: TypeCounts,
     pub nr_unknown_id: u64,
     pub nr_unknown_type: u64,
     /// Records skipped because they were malformed (too small, string
@@ -255,7 +285,7 @@ impl<'a> Session<'a> {
         inner: Option<u64>,
     ) -> Result<()> {
         let t = header.type_;
-        *self.stats.by_type.entry(t).or_default() += 1;
+        self.stats.by_type.add(t);
         let at = Where(offset, inner);
         // The checks perf 7.2 makes before queueing (the others are made at
         // delivery, as in perf, so that skipped records still count for the
@@ -610,5 +640,22 @@ fn nr_cpus_avail(features: &Features) -> u32 {
     match features.nr_cpus() {
         Some((_, avail)) if avail > 0 => avail.min(MAX_NR_CPUS),
         _ => MAX_NR_CPUS,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TypeCounts;
+
+    /// Counts come back by type, those past the slots too, and only for
+    /// types seen.
+    #[test]
+    fn record_types_are_counted_in_order() {
+        let mut c = TypeCounts::default();
+        for t in [9, 9, 3, 200, 127, 128, 9, u32::MAX, 68] {
+            c.add(t);
+        }
+        let seen: Vec<(u32, u64)> = c.iter().collect();
+        assert_eq!(seen, [(3, 1), (9, 3), (68, 1), (127, 1), (128, 1), (200, 1), (u32::MAX, 1)]);
     }
 }
