@@ -110,6 +110,20 @@ pub unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     }
 }
 
+/// Appends a short text (a line's head or tail, a time) with
+/// [`copy_short`] rather than a `memcpy` call.
+#[inline(always)]
+pub fn put_short(out: &mut Vec<u8>, src: &[u8]) {
+    out.reserve(src.len());
+    // SAFETY: `reserve` made room for `src.len()` bytes past the length;
+    // `src` cannot overlap the spare capacity of `out`.
+    unsafe {
+        let len = out.len();
+        copy_short(src, out.as_mut_ptr().add(len));
+        out.set_len(len + src.len());
+    }
+}
+
 /// `%16llx` into exactly 16 bytes: right-aligned, space-padded.
 #[inline]
 pub fn hex16(out: &mut [u8], v: u64) {

@@ -56,7 +56,7 @@ impl Heads {
             slot.comm.extend_from_slice(comm.as_bytes());
             slot.key = Some(key);
         }
-        out.extend_from_slice(&slot.text);
+        format::put_short(out, &slot.text);
     }
 
     /// Appends the period and event name fields of a sample line if they
@@ -66,7 +66,7 @@ impl Heads {
         if self.tail != Some((period, event, fields)) {
             return false;
         }
-        out.extend_from_slice(&self.tail_text);
+        format::put_short(out, &self.tail_text);
         true
     }
 
@@ -135,7 +135,7 @@ pub fn time_usecs(out: &mut Vec<u8>, time: u64) {
     b[i..i + s.len()].copy_from_slice(s);
     // 12 columns for the number, 14 with ": ".
     let from = i.min(b.len() - 14);
-    out.extend_from_slice(&b[from..]);
+    format::put_short(out, &b[from..]);
 }
 
 #[cfg(test)]
