@@ -52,8 +52,9 @@ pub use crate::perf_data::FileBytes;
 pub enum SectionBytes {
     /// `start..end` of the file.
     Mapped(Arc<FileBytes>, usize, usize),
-    /// Decompressed.
-    Owned(Arc<[u8]>),
+    /// Decompressed (kept as the vector it was inflated into: a copy into
+    /// an `Arc<[u8]>` would move megabytes into fresh pages).
+    Owned(Arc<Vec<u8>>),
 }
 
 impl SectionBytes {
@@ -65,7 +66,7 @@ impl SectionBytes {
     }
 
     pub fn empty() -> SectionBytes {
-        SectionBytes::Owned(Arc::from(&[][..]))
+        SectionBytes::Owned(Arc::new(Vec::new()))
     }
 }
 
@@ -281,7 +282,7 @@ impl Elf {
     pub fn section_bytes(&self, s: &Section) -> Option<SectionBytes> {
         match self.data(s)? {
             Cow::Borrowed(b) => Some(self.keep(b)),
-            Cow::Owned(v) => Some(SectionBytes::Owned(v.into())),
+            Cow::Owned(v) => Some(SectionBytes::Owned(Arc::new(v))),
         }
     }
 

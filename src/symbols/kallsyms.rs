@@ -123,12 +123,15 @@ impl Parser {
 
     /// The entries found, their names in `data`.
     pub fn entries<'a>(&self, data: &'a [u8]) -> Vec<Entry<'a>> {
-        self.found.iter().map(|&(addr, typ, at, len)| Entry { addr, typ, name: &data[at..at + len] }).collect()
+        self.iter(data).collect()
+    }
+
+    fn iter<'a>(&self, data: &'a [u8]) -> impl Iterator<Item = Entry<'a>> + Clone {
+        self.found.iter().map(|&(addr, typ, at, len)| Entry { addr, typ, name: &data[at..at + len] })
     }
 }
 
-/// perf's `kallsyms__get_function_start`: the first `T`/`W`/`A` symbol
-/// with this name.
+/// Marks a byte that is not a hex digit in [`HEX`].
 const NOT_HEX: u8 = u8::MAX;
 
 /// Each byte's value as a hex digit, [`NOT_HEX`] if it is none.
@@ -148,9 +151,11 @@ const HEX: [u8; 256] = {
     t
 };
 
-pub fn function_start(entries: &[Entry<'_>], name: &str) -> Option<u64> {
+/// perf's `kallsyms__get_function_start`: the first `T`/`W`/`A` symbol
+/// with this name.
+pub fn function_start<'a>(entries: impl IntoIterator<Item = Entry<'a>>, name: &str) -> Option<u64> {
     entries
-        .iter()
+        .into_iter()
         .find(|e| matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'A') && e.name == name.as_bytes())
         .map(|e| e.addr)
 }
@@ -183,10 +188,10 @@ pub fn load_parsed(mut data: Vec<u8>, parser: &Parser, ref_reloc: Option<(&str, 
     // newline was (written once the parse lets go of them): one
     // allocation rather than one per symbol.
     let (syms, ends, delta) = {
-        let entries = parser.entries(&data);
-        let mut syms = Vec::with_capacity(entries.len());
-        let mut ends = Vec::with_capacity(entries.len());
-        for e in &entries {
+        let entries = parser.iter(&data);
+        let mut syms = Vec::with_capacity(parser.found.len());
+        let mut ends = Vec::with_capacity(parser.found.len());
+        for e in entries.clone() {
             if !matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') || e.name.first() == Some(&b'$') {
                 continue;
             }
@@ -211,7 +216,7 @@ pub fn load_parsed(mut data: Vec<u8>, parser: &Parser, ref_reloc: Option<(&str, 
             syms.push(sym);
         }
         let delta = match ref_reloc {
-            Some((name, addr)) => function_start(&entries, name)?.wrapping_sub(addr),
+            Some((name, addr)) => function_start(entries, name)?.wrapping_sub(addr),
             None => 0,
         };
         (syms, ends, delta)
@@ -220,7 +225,7 @@ pub fn load_parsed(mut data: Vec<u8>, parser: &Parser, ref_reloc: Option<(&str, 
         data[end] = 0;
     }
     let names = data;
-    let names = SectionBytes::Owned(names.into());
+    let names = SectionBytes::Owned(std::sync::Arc::new(names));
     let mut t = SymTab::default();
     // The first string table of a table is number 0.
     t.use_strtab(names.clone());
