@@ -90,10 +90,6 @@ struct DsoState {
     fallbacks: FastMap<u64, Rc<str>>,
 }
 
-/// Address space set aside for the text of kallsyms read in pieces
-/// (/proc/kallsyms is 5-15 MB); a larger one still grows.
-const KALLSYMS_ROOM: usize = 32 << 20;
-
 /// A DSO's symbols as one symbolizer loaded them, for another (they can
 /// cross threads: see `script::output`).
 #[derive(Debug)]
@@ -319,9 +315,11 @@ impl Symbolizer {
         let path = self.kallsyms_path(bid.as_deref());
         let parsed = match (self.kallsyms_ahead.take(), &path) {
             (Some((early, pieces)), Some(p)) if early == *p => {
-                // Room for any kallsyms up front (pages are taken only as
-                // they are written): growing would copy megabytes.
-                let mut data = Vec::with_capacity(KALLSYMS_ROOM);
+                // Room for any kallsyms up front (/proc/kallsyms is 5-15
+                // MB; pages are taken only as they are written): growing
+                // would copy megabytes. A larger one still grows.
+                const ROOM: usize = 32 << 20;
+                let mut data = Vec::with_capacity(ROOM);
                 let mut parser = kallsyms::Parser::default();
                 pieces
                     .iter()

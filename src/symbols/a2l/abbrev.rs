@@ -67,7 +67,7 @@ pub struct Table {
     /// The others.
     sparse: FastMap<u64, Abbrev>,
     attrs: Vec<Attr>,
-    /// gimli's attribute reader wants a table; it never looks in it.
+    /// For gimli's attribute parser (see [`read_with`]).
     none: gimli::Abbreviations,
 }
 
@@ -145,11 +145,22 @@ impl Table {
 
     /// Reads one attribute value, as gimli parses it.
     pub fn read<'a>(&self, input: &mut R<'a>, attr: &Attr) -> Option<AttributeValue<R<'a>>> {
-        let mut e = gimli::EntriesRaw::new(*input, self.encoding, &self.none, UnitOffset(0));
-        let value = e.read_attribute(attr.spec).ok()?.raw_value();
-        input.skip(e.next_offset().0).ok()?;
-        Some(value)
+        read_with(input, attr.spec, self.encoding, &self.none)
     }
+}
+
+/// Reads one value of attribute `spec`, as gimli parses it.
+pub fn read<'a>(input: &mut R<'a>, spec: AttributeSpecification, encoding: Encoding) -> Option<AttributeValue<R<'a>>> {
+    read_with(input, spec, encoding, &gimli::Abbreviations::default())
+}
+
+/// gimli's attribute parser sits on a DIE reader, which wants a table it
+/// never looks in for this.
+fn read_with<'a>(input: &mut R<'a>, spec: AttributeSpecification, encoding: Encoding, none: &gimli::Abbreviations) -> Option<AttributeValue<R<'a>>> {
+    let mut e = gimli::EntriesRaw::new(*input, encoding, none, UnitOffset(0));
+    let value = e.read_attribute(spec).ok()?.raw_value();
+    input.skip(e.next_offset().0).ok()?;
+    Some(value)
 }
 
 /// Abbreviation `code` of the table at `offset`: its tag, whether it has

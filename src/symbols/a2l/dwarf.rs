@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use gimli::{Abbreviations, AttributeValue, DebugInfo, EndianSlice, RunTimeEndian, UnitOffset};
+use gimli::{AttributeValue, DebugInfo, EndianSlice, RunTimeEndian};
 
 use super::abbrev;
 use super::lines::{LineHit, LineTable, StrSections};
@@ -534,9 +534,6 @@ impl Dwarf {
         let mut die = EndianSlice::new(info_data.get(off.checked_add(root)?..end)?, endian);
         let code = gimli::Reader::read_uleb128(&mut die).ok()?;
         let (tag, has_children, specs) = abbrev::find(&self.s.abbrev, aoff, code, endian)?;
-        let no_abbreviations = Abbreviations::default();
-        let root_attrs = root + (end - off - root - die.len());
-        let mut entries = gimli::EntriesRaw::new(die, enc, &no_abbreviations, UnitOffset(root_attrs));
         let mut unit = Unit {
             offset: off,
             end,
@@ -561,9 +558,8 @@ impl Dwarf {
         let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
         let mut deferred = Vec::new();
         for spec in specs {
-            let attr = entries.read_attribute(spec).ok()?;
-            let raw = attr.raw_value();
-            let name = attr.name().0;
+            let raw = abbrev::read(&mut die, spec, enc)?;
+            let name = spec.name().0;
             let indexed = matches!(raw, AttributeValue::DebugStrOffsetsIndex(_)) && unit.str_offsets_base == 0
                 || matches!(raw, AttributeValue::DebugAddrIndex(_)) && unit.addr_base == 0;
             if indexed {
@@ -589,7 +585,8 @@ impl Dwarf {
             unit.aranges.add(low, high);
         }
         if has_children {
-            unit.first_child = Some(entries.next_offset().0);
+            // Unit-relative, as the DIE offsets that refer to it.
+            unit.first_child = Some(end - off - die.len());
         }
         self.index.add(self.units.len(), unit.aranges.iter().copied());
         self.units.push(unit);
