@@ -533,7 +533,7 @@ impl Dwarf {
         let root = h.header_size();
         let mut die = EndianSlice::new(info_data.get(off.checked_add(root)?..end)?, endian);
         let code = gimli::Reader::read_uleb128(&mut die).ok()?;
-        let (tag, has_children, specs) = abbrev::find(&self.s.abbrev, aoff, code, endian)?;
+        let (tag, has_children, specs) = abbrev::find(&abbrev_data, aoff, code, endian)?;
         let mut unit = Unit {
             offset: off,
             end,
