@@ -311,11 +311,13 @@ impl Elf {
         }
         match ch_type {
             1 => {
+                // One call with all the input and room for all the output:
+                // inflating piecewise (a reader) copies every piece's tail
+                // into the sliding window, and the input into a buffer.
                 let mut out = Vec::with_capacity(size);
-                let mut d = flate2::read::ZlibDecoder::new(body);
-                use std::io::Read;
-                d.read_to_end(&mut out).ok()?;
-                (out.len() == size).then_some(Cow::Owned(out))
+                let mut d = flate2::Decompress::new(true);
+                let status = d.decompress_vec(body, &mut out, flate2::FlushDecompress::Finish).ok()?;
+                (status == flate2::Status::StreamEnd && out.len() == size).then_some(Cow::Owned(out))
             }
             2 => {
                 let out = zstd::bulk::decompress(body, size).ok()?;
@@ -523,6 +525,36 @@ mod tests {
                 let _ = e.build_id();
                 let _ = e.debuglink();
             }
+        }
+    }
+
+    /// A zlib-compressed section inflates to the size its header gives;
+    /// the same section cut short, or with a header that claims another
+    /// size, gives nothing.
+    #[test]
+    fn compressed_sections_inflate_whole_or_not_at_all() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+        let bytes = std::fs::read(path).expect("fixture");
+        let elf = Elf::parse(own(bytes.clone())).expect("ELF");
+        let (_, s) = elf.section_by_name(".debug_info").expect(".debug_info");
+        assert_ne!(s.sh_flags & 0x800, 0, "the fixture's debug sections are compressed");
+        let raw = elf.raw_data(s).expect("raw");
+        let size = u64::from_le_bytes(raw[8..16].try_into().unwrap()) as usize;
+        let data = elf.data(s).expect("inflates");
+        assert_eq!(data.len(), size);
+        // The unit header's length field covers the first unit.
+        let unit = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
+        assert!(unit + 4 <= size);
+        let at = s.sh_offset as usize;
+        let mut cut = bytes.clone();
+        cut[at + raw.len() / 2..at + raw.len()].fill(0);
+        let cut = Elf::parse(own(cut)).expect("ELF");
+        assert!(cut.data(cut.section_by_name(".debug_info").unwrap().1).is_none());
+        for claimed in [size - 1, size + 1] {
+            let mut other = bytes.clone();
+            other[at + 8..at + 16].copy_from_slice(&(claimed as u64).to_le_bytes());
+            let other = Elf::parse(own(other)).expect("ELF");
+            assert!(other.data(other.section_by_name(".debug_info").unwrap().1).is_none(), "{claimed}");
         }
     }
 }
