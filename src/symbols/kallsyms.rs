@@ -9,7 +9,7 @@
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
 use super::elf::SectionBytes;
 use crate::perf_data::bytes::find_byte;
-use super::symtab::{Sym, SymTab};
+use super::symtab::{NOT_MODULE, Sym, SymTab};
 
 /// One kallsyms line: address, type letter, name (with `\t[module]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +38,37 @@ pub struct Parser {
     pos: usize,
     /// (address, type, name's start and length) of each entry so far.
     found: Vec<(u64, u8, usize, usize)>,
+    /// The symbols perf makes of the entries so far (see
+    /// [`Parser::classify`]).
+    kept: Kept,
 }
+
+/// The symbols of the entries classified so far, with what the load needs
+/// to know of their names (each name is read once, as it arrives).
+#[derive(Default)]
+struct Kept {
+    /// Entries of `found` classified.
+    done: usize,
+    /// Whether the names were placed in the file's bytes (which must then
+    /// be addressable with 32-bit offsets).
+    in_table: bool,
+    syms: Vec<Sym>,
+    /// Where the names placed in the file's bytes end (a newline each,
+    /// turned into their NUL).
+    ends: Vec<usize>,
+    /// Per symbol, its name's module part (`[` on) as a number
+    /// ([`NOT_MODULE`] for none) and the [`TAB`] and [`TRAMPOLINE`] bits.
+    marks: Vec<u32>,
+    /// The numbers given to module parts.
+    modules: std::collections::HashMap<Vec<u8>, u32>,
+}
+
+/// A mark's bit: the name has a tab (a module symbol, "name\t[module]").
+const TAB: u32 = 1 << 31;
+/// A mark's bit: the x86_64 entry trampoline, which perf drops.
+const TRAMPOLINE: u32 = 1 << 30;
+/// A mark's module number.
+const MODULE: u32 = TRAMPOLINE - 1;
 
 impl Parser {
     /// Parses `data` (the text so far: what was given before, and more)
@@ -121,6 +151,63 @@ impl Parser {
         self.pos = i;
     }
 
+    /// Makes the symbols of the entries parsed since the last call (see
+    /// [`load_parsed`]); call it as the text arrives, so that little is
+    /// left for the load when the last of the text comes (it waits for the
+    /// kernel to print every line).
+    pub fn classify(&mut self, data: &[u8]) {
+        let in_table = u32::try_from(data.len()).is_ok();
+        let kept = &mut self.kept;
+        if kept.done > 0 && kept.in_table != in_table {
+            *kept = Kept::default();
+        }
+        kept.in_table = in_table;
+        for &(addr, typ, at, len) in &self.found[kept.done..] {
+            let name = &data[at..at + len];
+            if !matches!(typ.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') || name.first() == Some(&b'$') {
+                continue;
+            }
+            let binding = if typ == b'W' {
+                STB_WEAK
+            } else if typ.is_ascii_uppercase() {
+                STB_GLOBAL
+            } else {
+                STB_LOCAL
+            };
+            let typ = if matches!(typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
+            let end = at + len;
+            // A name cut at NAME_MAX or at the end of the file has no
+            // newline to give up.
+            let (sym, shown) = if in_table && data.get(end) == Some(&b'\n') {
+                kept.ends.push(end);
+                // Read back up to its first NUL (the one its newline
+                // becomes, or one of its own).
+                let shown = &name[..find_byte(name, 0).unwrap_or(len)];
+                (Sym::in_strtab(addr, 0, binding, typ, (0, at as u32), false), shown)
+            } else {
+                let sym = Sym::new(addr, 0, binding, typ, crate::symbols::symtab::shared_str(name));
+                (sym, &[][..])
+            };
+            let shown = sym.plain_name().map_or(shown, |n| n.as_bytes());
+            let module = match find_byte(shown, b'[') {
+                Some(p) => match kept.modules.get(&shown[p..]) {
+                    Some(&n) => n,
+                    None => {
+                        let n = (kept.modules.len() as u32).min(MODULE - 1);
+                        kept.modules.insert(shown[p..].to_vec(), n);
+                        n
+                    }
+                },
+                None => MODULE,
+            };
+            let tab = if find_byte(shown, b'\t').is_some() { TAB } else { 0 };
+            let trampoline = if shown == b"__entry_SYSCALL_64_trampoline" { TRAMPOLINE } else { 0 };
+            kept.syms.push(sym);
+            kept.marks.push(module | tab | trampoline);
+        }
+        kept.done = self.found.len();
+    }
+
     /// The entries found, their names in `data`.
     pub fn entries<'a>(&self, data: &'a [u8]) -> Vec<Entry<'a>> {
         self.iter(data).collect()
@@ -178,59 +265,33 @@ pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
 pub fn load_all(data: Vec<u8>, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
     let mut parser = Parser::default();
     parser.parse(&data, true);
-    load_parsed(data, &parser, ref_reloc)
+    load_parsed(data, &mut parser, ref_reloc)
 }
 
 /// [`load_all`] for a text parsed already (`parser` parsed it to the end).
-pub fn load_parsed(mut data: Vec<u8>, parser: &Parser, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
-    let in_table = u32::try_from(data.len()).is_ok();
-    // The names stay in the file's bytes, each ended by a NUL where its
-    // newline was (written once the parse lets go of them): one
-    // allocation rather than one per symbol.
-    let (syms, ends, delta) = {
-        let entries = parser.iter(&data);
-        let mut syms = Vec::with_capacity(parser.found.len());
-        let mut ends = Vec::with_capacity(parser.found.len());
-        for e in entries.clone() {
-            if !matches!(e.typ.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') || e.name.first() == Some(&b'$') {
-                continue;
-            }
-            let binding = if e.typ == b'W' {
-                STB_WEAK
-            } else if e.typ.is_ascii_uppercase() {
-                STB_GLOBAL
-            } else {
-                STB_LOCAL
-            };
-            let typ = if matches!(e.typ.to_ascii_lowercase(), b't' | b'w') { STT_FUNC } else { STT_OBJECT };
-            let off = e.name.as_ptr() as usize - data.as_ptr() as usize;
-            let end = off + e.name.len();
-            // A name cut at NAME_MAX or at the end of the file has no
-            // newline to give up.
-            let sym = if in_table && data.get(end) == Some(&b'\n') {
-                ends.push(end);
-                Sym::in_strtab(e.addr, 0, binding, typ, (0, off as u32), false)
-            } else {
-                Sym::new(e.addr, 0, binding, typ, crate::symbols::symtab::shared_str(e.name))
-            };
-            syms.push(sym);
-        }
-        let delta = match ref_reloc {
-            Some((name, addr)) => function_start(entries, name)?.wrapping_sub(addr),
-            None => 0,
-        };
-        (syms, ends, delta)
+pub fn load_parsed(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
+    parser.classify(&data);
+    let delta = match ref_reloc {
+        Some((name, addr)) => function_start(parser.iter(&data), name)?.wrapping_sub(addr),
+        None => 0,
     };
+    let Kept { syms, ends, marks, .. } = std::mem::take(&mut parser.kept);
+    // The names stay in the file's bytes, each ended by a NUL where its
+    // newline was: one allocation rather than one per symbol.
     for end in ends {
         data[end] = 0;
     }
-    let names = data;
-    let names = SectionBytes::Owned(std::sync::Arc::new(names));
+    let names = SectionBytes::Owned(std::sync::Arc::new(data));
     let mut t = SymTab::default();
     // The first string table of a table is number 0.
     t.use_strtab(names.clone());
+    // Ids are insertion order: a symbol's id is its place in `marks`.
     t.insert_all(syms);
-    t.fixup_end(true);
+    let module = |id: u32| match marks[id as usize] & MODULE {
+        MODULE => NOT_MODULE,
+        n => n,
+    };
+    t.fixup_end_by(module);
     t.fixup_duplicate();
     // maps__split_kallsyms: module symbols go to their module's map (kept
     // aside here), entry trampolines are dropped on x86_64, the kernel's own
@@ -241,15 +302,19 @@ pub fn load_parsed(mut data: Vec<u8>, parser: &Parser, ref_reloc: Option<(&str, 
     // The kernel's symbols, shifted by the same delta, keep their order and
     // do not overlap after the fixups, so re-inserting them gives the same
     // lookups as perf's tree with the module symbols erased.
-    let mut kept = Vec::new();
-    for (s, name) in t.iter_raw() {
+    let mut kept = Vec::with_capacity(marks.len());
+    t.settle();
+    for (id, s) in t.in_order() {
+        let mark = marks[id as usize];
         let mut s = s.clone();
-        if let Some(tab) = find_byte(name, b'\t') {
+        if mark & TAB != 0 {
+            let name = t.raw_name(id);
+            let tab = find_byte(name, b'\t').unwrap_or(name.len());
             s.set_name(crate::symbols::symtab::shared_str(&name[..tab]));
-            modules.entry(String::from_utf8_lossy(&name[tab + 1..]).into_owned()).or_default().push(s);
+            modules.entry(String::from_utf8_lossy(name.get(tab + 1..).unwrap_or_default()).into_owned()).or_default().push(s);
             continue;
         }
-        if name == b"__entry_SYSCALL_64_trampoline" {
+        if mark & TRAMPOLINE != 0 {
             continue;
         }
         s.start = s.start.wrapping_sub(delta);
@@ -328,6 +393,48 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
                 }
                 parser.parse(&got, true);
                 assert_eq!(parser.entries(&got), whole, "pieces of {piece}");
+            }
+        }
+    }
+
+    /// Symbols made as the text arrives, piece by piece, load as those of
+    /// the whole text do: kernel symbols (module parts, `[` in kernel
+    /// names, the entry trampoline, names with a NUL, cut names) and module
+    /// symbols alike.
+    #[test]
+    fn classifying_in_pieces_loads_what_the_whole_text_loads() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kallsyms/6.18.44-fc-v657.kallsyms");
+        let mut odd = SAMPLE.to_vec();
+        odd.extend_from_slice(b"ffffffffc0202000 t mod_fn\t[ext4]\nffffffffc0203000 T other_fn\t[kvm]\n");
+        odd.extend_from_slice(b"ffffffffc0204000 t kvm_fn\t[kvm]\n");
+        let mut kernel_odd = b"ffffffff81000000 T _text\nffffffff81000010 t a[1]\nffffffff81000020 T __entry_SYSCALL_64_trampoline\n".to_vec();
+        kernel_odd.extend_from_slice(b"ffffffff81000030 t nul\0inside\nffffffff81000040 t $x\nffffffff81000050 T ");
+        kernel_odd.extend_from_slice(&[b'n'; 600]);
+        kernel_odd.extend_from_slice(b"\nffffffff81000060 t last");
+        let texts: Vec<Vec<u8>> = vec![SAMPLE.to_vec(), odd, kernel_odd, std::fs::read(fixture).expect("fixture kallsyms")[..300_000].to_vec()];
+        let summary = |k: Kallsyms| {
+            let mut kernel = k.kernel;
+            type Module = (String, Vec<(u64, u64, Option<String>)>);
+            let mut modules: Vec<Module> =
+                k.modules.into_iter().map(|(m, syms)| (m, syms.iter().map(|s| (s.start, s.end, s.plain_name().map(|n| n.to_string()))).collect())).collect();
+            modules.sort();
+            (kernel.listing(), modules)
+        };
+        for text in &texts {
+            for reloc in [None, Some(("_text", 0xffffffff80000000))] {
+                let whole = load_all(text.clone(), reloc).map(summary);
+                assert!(whole.as_ref().is_some_and(|(k, _)| !k.is_empty()) || reloc.is_some());
+                for piece in [1, 7, 64, 4096] {
+                    let mut parser = Parser::default();
+                    let mut got = Vec::new();
+                    for chunk in text.chunks(piece) {
+                        got.extend_from_slice(chunk);
+                        parser.parse(&got, false);
+                        parser.classify(&got);
+                    }
+                    parser.parse(&got, true);
+                    assert_eq!(load_parsed(got, &mut parser, reloc).map(summary), whole, "pieces of {piece}");
+                }
             }
         }
     }

@@ -326,6 +326,7 @@ impl Symbolizer {
                     .try_for_each(|piece| {
                         data.extend_from_slice(&piece?);
                         parser.parse(&data, false);
+                        parser.classify(&data);
                         Some(())
                     })
                     .map(|()| (data, parser))
@@ -335,7 +336,7 @@ impl Symbolizer {
         let k = parsed
             .and_then(|(data, mut parser)| {
                 parser.parse(&data, true);
-                kallsyms::load_parsed(data, &parser, rr.as_ref().map(|(n, a)| (&**n, *a)))
+                kallsyms::load_parsed(data, &mut parser, rr.as_ref().map(|(n, a)| (&**n, *a)))
             })
             .map(Rc::new);
         self.kallsyms = Some(k.clone());

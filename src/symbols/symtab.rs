@@ -177,6 +177,10 @@ pub struct SymTab {
 
 const ERASED: u32 = 1 << 31;
 
+/// See [`SymTab::fixup_end_by`]: a kallsyms name without a module part
+/// (every name of a table that is not kallsyms).
+pub const NOT_MODULE: u32 = u32::MAX;
+
 /// See [`SymTab::last_start_at_or_below`]: 64 starts are eight cache lines.
 const STRIDE: usize = 64;
 
@@ -360,11 +364,23 @@ impl SymTab {
         self.order.iter().map(|&id| &self.syms[id as usize])
     }
 
-    /// [`SymTab::iter`] with each symbol's name in the object file.
-    pub fn iter_raw(&mut self) -> impl Iterator<Item = (&Sym, &[u8])> + '_ {
+    /// Brings the table to the state [`SymTab::in_order`] reads: every
+    /// insertion in place, every alias choice made.
+    pub fn settle(&mut self) {
         self.sync();
         self.choose_all();
-        self.order.iter().map(|&id| (&self.syms[id as usize], self.raw(&self.syms[id as usize])))
+    }
+
+    /// The ids and symbols in address order, as [`SymTab::iter`] gives
+    /// them; call [`SymTab::settle`] first.
+    pub fn in_order(&self) -> impl Iterator<Item = (NodeId, &Sym)> + '_ {
+        debug_assert!(self.unsorted.is_empty() && self.pending.is_empty(), "settled");
+        self.order.iter().map(|&id| (id, &self.syms[id as usize]))
+    }
+
+    /// Symbol `id`'s name in the object file.
+    pub fn raw_name(&self, id: NodeId) -> &[u8] {
+        self.raw(&self.syms[id as usize])
     }
 
     pub fn first(&mut self) -> Option<&Sym> {
@@ -418,36 +434,48 @@ impl SymTab {
     /// one starts (kallsyms: not across the kernel/module boundary), the
     /// last one at the page after its start.
     pub fn fixup_end(&mut self, is_kallsyms: bool) {
+        if !is_kallsyms {
+            return self.fixup_end_by(|_| NOT_MODULE);
+        }
+        // The module part of a kallsyms name ("name\t[module]"), as a
+        // number (equal parts, equal numbers).
+        let mut parts: FastMap<&[u8], u32> = FastMap::default();
+        let modules: Vec<u32> = (0..self.syms.len() as NodeId)
+            .map(|id| {
+                let raw = self.raw(&self.syms[id as usize]);
+                match crate::perf_data::bytes::find_byte(raw, b'[') {
+                    Some(p) => {
+                        let n = parts.len() as u32;
+                        *parts.entry(&raw[p..]).or_insert(n)
+                    }
+                    None => NOT_MODULE,
+                }
+            })
+            .collect();
+        self.fixup_end_by(|id| modules[id as usize]);
+    }
+
+    /// [`SymTab::fixup_end`] for kallsyms with the module part of each
+    /// symbol's name known: `module(id)` numbers it ([`NOT_MODULE`]: the
+    /// name has none), equal parts by equal numbers.
+    pub fn fixup_end_by(&mut self, module: impl Fn(NodeId) -> u32) {
         self.sync();
         self.overlaps = None;
         let Some(&last) = self.order.last() else { return };
-        // The module part of a kallsyms name ("name\t[module]").
-        fn module(t: &SymTab, id: NodeId) -> Option<&[u8]> {
-            let raw = t.raw(&t.syms[id as usize]);
-            crate::perf_data::bytes::find_byte(raw, b'[').map(|p| &raw[p..])
-        }
         // The new ends first, the table only read: each symbol's end
         // depends on its own and its successor's start.
         let mut ends = Vec::new();
-        let mut curr_mod = is_kallsyms.then(|| module(self, self.order[0])).flatten();
+        let mut curr_mod = module(self.order[0]);
         for i in 1..self.order.len() {
             let (p, c) = (self.order[i - 1], self.order[i]);
             let prev_mod = curr_mod;
-            curr_mod = is_kallsyms.then(|| module(self, c)).flatten();
+            curr_mod = module(c);
             let (prev, curr_start) = (&self.syms[p as usize], self.starts[i]);
             if prev.end != prev.start {
                 continue;
             }
-            let end = if is_kallsyms {
-                let prev_end = prev.end;
-                match (prev_mod, curr_mod) {
-                    (None, Some(_)) | (Some(_), None) => roundup_page(prev_end.wrapping_add(4096)),
-                    (Some(a), Some(b)) if a != b => roundup_page(prev_end.wrapping_add(4096)),
-                    _ => curr_start,
-                }
-            } else {
-                curr_start
-            };
+            // Not across the kernel/module boundary or between modules.
+            let end = if prev_mod != curr_mod { roundup_page(prev.end.wrapping_add(4096)) } else { curr_start };
             ends.push((p, end));
         }
         for (p, end) in ends {
