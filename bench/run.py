@@ -2,7 +2,7 @@
 """pstitch benchmark: speed and memory against perf 7.2 (perf-ref), measured
 in the same run on the same machine.
 
-    sudo bench/run.py [--runs 3] [--seconds 20] [--freq 20000] [--workdir DIR] [--rerecord]
+    sudo bench/run.py [--runs 3] [--seconds 20] [--freq 20000] [--workdir DIR] [--rerecord] [--no-pgo]
 
 1. Prepares (once, cached in --workdir; --rerecord redoes it):
    - a large real recording: `perf record -a -g -F <freq>` over a mixed
@@ -10,14 +10,18 @@ in the same run on the same machine.
      plus compression and file-system work) for <seconds> seconds;
    - its deferred form (pstitch-defer) and a variant whose deferred records
      lag ~20000 records behind their samples (pstitch-defer --delay-records).
-2. Runs perf-ref and pstitch alternately, <runs> times each (each run after
-   a rest of SETTLE seconds), on:
+2. Builds pstitch twice: `cargo build --release`, and the profile-guided
+   release build of bench/pgo-build.sh (trained on the golden tests'
+   recordings, never on the benchmark's), which is the one the targets are
+   checked against (--no-pgo: the cargo build instead).
+3. Runs perf-ref and both pstitch builds in turn, <runs> times each (each
+   run after a rest of SETTLE seconds), on:
    - the recording with --no-inline,
    - the recording with inline frames (the default),
    - the lagging deferred variant with --no-inline,
    - the same deferred variant without lag (pstitch only: the 1.5x lag budget),
    and prints median wall time, the perf/pstitch ratio and peak RSS.
-3. Checks that both printed the same output (hashes; for deferred input
+4. Checks that all three printed the same output (hashes; for deferred input
    the comm of sample lines is left out of the comparison, since pstitch
    deliberately prints the comm a thread had when the sample was taken —
    see man/pstitch-script.1, COMPATIBILITY).
@@ -83,11 +87,15 @@ def count_samples(path):
     return out.count(b"\n")
 
 
+# The pstitch builds measured: "pstitch" (checked against the targets) and
+# "cargo" (`cargo build --release`, shown beside it); set in main.
+BINARIES = {}
+
+
 def tool_cmd(tool, path, extra):
     if tool == "perf":
         return [PERF_REF, "script", "-i", path] + extra
-    return [os.path.join(ROOT, "target/release/pstitch"), "script", "-i", path,
-            "--symfs=/", "--kallsyms=/proc/kallsyms"] + extra
+    return [BINARIES[tool], "script", "-i", path, "--symfs=/", "--kallsyms=/proc/kallsyms"] + extra
 
 
 # Seconds of rest before each timed run. On the 2-vCPU VM this was built
@@ -138,11 +146,19 @@ def main():
     ap.add_argument("--workdir", default="/tmp/pstitch-bench")
     ap.add_argument("--rerecord", action="store_true")
     ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging")
+    ap.add_argument("--no-pgo", action="store_true", help="measure the cargo build alone")
     args = ap.parse_args()
     if not os.path.exists(PERF_REF):
         sys.exit(f"bench: {PERF_REF} is missing")
+    cargo_build = os.path.join(ROOT, "target/release/pstitch")
+    BINARIES["cargo"] = cargo_build
+    BINARIES["pstitch"] = cargo_build
 
     big, deferred, lagging = prepare(args)
+    if not args.no_pgo:
+        BINARIES["pstitch"] = subprocess.run([os.path.join(ROOT, "bench/pgo-build.sh")], check=True,
+                                             capture_output=True, text=True).stdout.strip()
+    tools = ("perf", "pstitch", "cargo") if not args.no_pgo else ("perf", "pstitch")
     n = count_samples(big)
     print(f"recording: {big}: {n} samples, {os.path.getsize(big) / 1e6:.0f} MB; "
           f"deferred variants: {os.path.basename(deferred)}, {os.path.basename(lagging)} (records lag 20000 behind)")
@@ -154,17 +170,19 @@ def main():
         cases = [c for c in cases if c[0] in keep]
     rows, ok = [], True
     for name, path, extra, deviates in cases:
-        times = {"perf": [], "pstitch": []}
-        rss = {"perf": [], "pstitch": []}
+        times = {t: [] for t in tools}
+        rss = {t: [] for t in tools}
         for _ in range(args.runs):
-            for tool in ("perf", "pstitch"):
+            for tool in tools:
                 w, r = timed(tool_cmd(tool, path, extra))
                 times[tool].append(w)
                 rss[tool].append(r)
-        same = output_hash(tool_cmd("perf", path, extra), deviates) == output_hash(tool_cmd("pstitch", path, extra), deviates)
+        hashes = {output_hash(tool_cmd(t, path, extra), deviates) for t in tools}
+        same = len(hashes) == 1
         ok &= same
+        cargo = (statistics.median(times["cargo"]), max(rss["cargo"])) if "cargo" in tools else None
         rows.append((name, statistics.median(times["perf"]), statistics.median(times["pstitch"]),
-                     max(rss["perf"]), max(rss["pstitch"]), same))
+                     max(rss["perf"]), max(rss["pstitch"]), same, cargo))
 
     # The lag budget: pstitch on the lagging file vs the same file without lag.
     lag_budget = None
@@ -174,14 +192,20 @@ def main():
         lag_budget = lagged / statistics.median(plain)
 
     print()
+    print("pstitch: " + ("the profile-guided build (bench/pgo-build.sh)" if not args.no_pgo else "the cargo build")
+          + f", {BINARIES['pstitch']}")
     print(f"{'case':<10} {'perf 7.2':>10} {'pstitch':>10} {'ratio':>8} {'target':>7} {'perf RSS':>10} {'pstitch RSS':>12}  output")
-    for name, tp, ts, rp, rs, same in rows:
+    for name, tp, ts, rp, rs, same, _ in rows:
         ratio = tp / ts
         target = TARGETS[name]
         met = ratio >= target and rs <= rp
         ok &= met
         print(f"{name:<10} {tp:>9.2f}s {ts:>9.2f}s {ratio:>7.1f}x {target:>6.0f}x {rp / 1024:>8.0f}MB {rs / 1024:>10.0f}MB  "
               f"{'identical' if same else 'DIFFERENT'}{'' if met else '  (target missed)'}")
+    if not args.no_pgo:
+        print("\nthe cargo build (`cargo build --release`), same runs, for comparison (not checked):")
+        for name, tp, _, _, _, _, (tc, rc) in rows:
+            print(f"{name:<10} {tp:>9.2f}s {tc:>9.2f}s {tp / tc:>7.1f}x {'':>7} {'':>10} {rc / 1024:>10.0f}MB")
     if lag_budget is not None:
         print(f"\npstitch on the lagging variant takes {lag_budget:.2f}x the time of the same file without lag (budget 1.5x)")
         ok &= lag_budget <= 1.5

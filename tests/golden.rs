@@ -139,12 +139,20 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
     Ok(n)
 }
 
+/// The pstitch to test: this build's, or the one `PSTITCH_BIN` names
+/// (the profile-guided build, see bench/pgo-build.sh).
+fn binary() -> std::path::PathBuf {
+    let bin = std::env::var_os("PSTITCH_BIN").map_or_else(|| env!("CARGO_BIN_EXE_pstitch").into(), std::path::PathBuf::from);
+    // Run from each case's directory: a relative path would not be found.
+    std::path::absolute(&bin).unwrap_or(bin)
+}
+
 /// Runs one variant; `Ok(n)` if stdout matches (`n` lines differing only by
 /// a declared deviation), else a description.
 fn run(case: &Path, variant: &str) -> Result<usize, String> {
     let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).map_err(|e| e.to_string())?;
     let expected = std::fs::read(case.join(format!("{variant}.out"))).map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pstitch"));
+    let mut cmd = Command::new(binary());
     if args.split_whitespace().any(|a| a == "--header" || a == "--header-only") {
         pin_mtime(&case.join("perf.data"))?;
         cmd.env("TZ", "UTC");
@@ -226,6 +234,7 @@ fn main() {
     let (mut passed, mut failed, mut still_pending) = (0, Vec::new(), 0);
     let all = variants();
     assert!(!all.is_empty(), "no golden cases found");
+    println!("golden: testing {}", binary().display());
     for (case, variant) in &all {
         let name = format!("{}/{}", case.file_name().unwrap().to_string_lossy(), variant);
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
