@@ -191,6 +191,10 @@ pub struct Elf {
     pub phdrs: Vec<Phdr>,
 }
 
+/// `sh_flags`: the section's data is compressed (a header, then zlib or
+/// zstd).
+const SHF_COMPRESSED: u64 = 0x800;
+
 impl Elf {
     /// Parses the headers; `None` if this is not an ELF file at all.
     pub fn parse(bytes: Arc<FileBytes>) -> Option<Elf> {
@@ -294,7 +298,6 @@ impl Elf {
 
     /// The contents of a section, decompressed if `SHF_COMPRESSED`.
     pub fn data(&self, s: &Section) -> Option<Cow<'_, [u8]>> {
-        const SHF_COMPRESSED: u64 = 0x800;
         let raw = self.raw_data(s)?;
         if s.sh_flags & SHF_COMPRESSED == 0 {
             return Some(Cow::Borrowed(raw));
@@ -537,7 +540,7 @@ mod tests {
         let bytes = std::fs::read(path).expect("fixture");
         let elf = Elf::parse(own(bytes.clone())).expect("ELF");
         let (_, s) = elf.section_by_name(".debug_info").expect(".debug_info");
-        assert_ne!(s.sh_flags & 0x800, 0, "the fixture's debug sections are compressed");
+        assert_ne!(s.sh_flags & SHF_COMPRESSED, 0, "the fixture's debug sections are compressed");
         let raw = elf.raw_data(s).expect("raw");
         let size = u64::from_le_bytes(raw[8..16].try_into().unwrap()) as usize;
         let data = elf.data(s).expect("inflates");
