@@ -9,7 +9,7 @@
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
 use super::elf::SectionBytes;
 use crate::perf_data::bytes::find_byte;
-use super::symtab::{NOT_MODULE, Sym, SymTab};
+use super::symtab::{ModuleParts, NOT_MODULE, Sym, SymTab};
 
 /// One kallsyms line: address, type letter, name (with `\t[module]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,7 @@ struct Kept {
     /// ([`NOT_MODULE`] for none) and the [`TAB`] and [`TRAMPOLINE`] bits.
     marks: Vec<u32>,
     /// The numbers given to module parts.
-    modules: std::collections::HashMap<Vec<u8>, u32>,
+    modules: ModuleParts,
 }
 
 /// A mark's bit: the name has a tab (a module symbol, "name\t[module]").
@@ -189,16 +189,9 @@ impl Parser {
                 (sym, &[][..])
             };
             let shown = sym.plain_name().map_or(shown, |n| n.as_bytes());
-            let module = match find_byte(shown, b'[') {
-                Some(p) => match kept.modules.get(&shown[p..]) {
-                    Some(&n) => n,
-                    None => {
-                        let n = (kept.modules.len() as u32).min(MODULE - 1);
-                        kept.modules.insert(shown[p..].to_vec(), n);
-                        n
-                    }
-                },
-                None => MODULE,
+            let module = match kept.modules.number(shown) {
+                NOT_MODULE => MODULE,
+                n => n.min(MODULE - 1),
             };
             let tab = if find_byte(shown, b'\t').is_some() { TAB } else { 0 };
             let trampoline = if shown == b"__entry_SYSCALL_64_trampoline" { TRAMPOLINE } else { 0 };

@@ -181,6 +181,25 @@ const ERASED: u32 = 1 << 31;
 /// (every name of a table that is not kallsyms).
 pub const NOT_MODULE: u32 = u32::MAX;
 
+/// Numbers the module parts of kallsyms names ("name\t[module]": from the
+/// `[` on, as perf's `symbols__fixup_end` compares them), equal parts
+/// alike, in the order first seen.
+#[derive(Default)]
+pub struct ModuleParts(FastMap<Box<[u8]>, u32>);
+
+impl ModuleParts {
+    /// The number of `name`'s module part; [`NOT_MODULE`] if it has none.
+    pub fn number(&mut self, name: &[u8]) -> u32 {
+        let Some(p) = crate::perf_data::bytes::find_byte(name, b'[') else { return NOT_MODULE };
+        if let Some(&n) = self.0.get(&name[p..]) {
+            return n;
+        }
+        let n = self.0.len() as u32;
+        self.0.insert(name[p..].into(), n);
+        n
+    }
+}
+
 /// See [`SymTab::last_start_at_or_below`]: 64 starts are eight cache lines.
 const STRIDE: usize = 64;
 
@@ -437,21 +456,8 @@ impl SymTab {
         if !is_kallsyms {
             return self.fixup_end_by(|_| NOT_MODULE);
         }
-        // The module part of a kallsyms name ("name\t[module]"), as a
-        // number (equal parts, equal numbers).
-        let mut parts: FastMap<&[u8], u32> = FastMap::default();
-        let modules: Vec<u32> = (0..self.syms.len() as NodeId)
-            .map(|id| {
-                let raw = self.raw(&self.syms[id as usize]);
-                match crate::perf_data::bytes::find_byte(raw, b'[') {
-                    Some(p) => {
-                        let n = parts.len() as u32;
-                        *parts.entry(&raw[p..]).or_insert(n)
-                    }
-                    None => NOT_MODULE,
-                }
-            })
-            .collect();
+        let mut parts = ModuleParts::default();
+        let modules: Vec<u32> = (0..self.syms.len() as NodeId).map(|id| parts.number(self.raw(&self.syms[id as usize]))).collect();
         self.fixup_end_by(|id| modules[id as usize]);
     }
 
