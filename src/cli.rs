@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::input::Input;
+use perf_data::Input;
 use crate::script::filter::{self, Filters};
 use crate::script::header;
 use crate::script::{DEFAULT_MAX_STACK, Script, ScriptOptions};
@@ -283,7 +283,7 @@ fn human(v: f64) -> String {
 
 /// `-v`: what was read, on stderr (perf's `perf report -D`-style counts).
 fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::deferred::StitchStats) {
-    use crate::perf_data::record::kind;
+    use perf_data::record::kind;
     let total: u64 = st.by_type.iter().map(|(_, n)| n).sum();
     eprintln!("pstitch: {name}: {total} records");
     for (t, n) in st.by_type.iter() {
@@ -382,7 +382,7 @@ pub fn run_script<W: Write + Send + 'static>(args: &ScriptArgs, out: W, err: &mu
     };
     let path = args.input.clone().unwrap_or_else(default_input);
     let name = path.display().to_string();
-    let input = match Input::open(&path) {
+    let input = match crate::engine::open_input(&path, crate::engine::Threads::from_env()) {
         Ok(i) => i,
         Err(e) => {
             say(err, format_args!("pstitch: {name}: {e}"));
@@ -484,7 +484,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     if let Some(t) = &args.time {
         // Percentages are of the span perf record stored in SAMPLE_TIME.
         let (first, last) = features
-            .get(crate::perf_data::features::feat::SAMPLE_TIME)
+            .get(perf_data::features::feat::SAMPLE_TIME)
             .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
             .unwrap_or((0, 0));
         if t.contains('%') && first == 0 && last == 0 {
@@ -504,7 +504,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     }
     let mut symbolizer = Symbolizer::new(config);
     symbolizer.set_build_ids(features.build_ids());
-    if evlist.evsels.iter().any(|e| !e.attr.has(crate::perf_data::attr::flag::EXCLUDE_KERNEL)) {
+    if evlist.evsels.iter().any(|e| !e.attr.has(perf_data::attr::flag::EXCLUDE_KERNEL)) {
         symbolizer.read_kallsyms_ahead();
     }
     if opts.filters.cpus.is_some() {
@@ -514,7 +514,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
             .evsels
             .iter()
             .filter(|e| seen.insert(e.attr.type_))
-            .any(|e| !e.attr.samples(crate::perf_data::attr::sample_type::CPU));
+            .any(|e| !e.attr.samples(perf_data::attr::sample_type::CPU));
         if lacking {
             say(err, format_args!("File does not contain CPU events. Remove -C option to proceed."));
             return EXIT_DAMAGED;
@@ -523,7 +523,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     let mut script = KeepAtExit { value: Some(Script::new(opts, symbolizer, out)), exiting: source.process_exits };
     let pipe = input.pipe;
     if !pipe {
-        if let Some(td) = features.get(crate::perf_data::features::feat::TRACING_DATA)
+        if let Some(td) = features.get(perf_data::features::feat::TRACING_DATA)
             && let Err(e) = script.load_tracing_data(td, false)
         {
             say(err, format_args!("pstitch: {name}: tracing data: {e}"));
@@ -634,14 +634,14 @@ pub fn script_bytes(data: &[u8]) -> u8 {
     };
     let limits = Limits { max_chunk_output: 8 << 20, max_queued_bytes: 64 << 20 };
     let mut err = std::io::sink();
-    let mut code = match crate::input::Input::from_bytes(crate::perf_data::FileBytes::Owned(data.to_vec())) {
+    let mut code = match perf_data::Input::from_bytes(perf_data::FileBytes::Owned(data.to_vec())) {
         Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
         Err(_) => EXIT_DAMAGED,
     };
     // Pipe-mode data also goes through the streaming reader.
-    if crate::perf_data::header::is_pipe_header(data).is_some() {
+    if perf_data::header::is_pipe_header(data).is_some() {
         let reader = Box::new(std::io::Cursor::new(data.to_vec()));
-        code = code.max(match crate::input::Input::from_reader(reader) {
+        code = code.max(match perf_data::Input::from_reader(reader) {
             Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
             Err(_) => EXIT_DAMAGED,
         });

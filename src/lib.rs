@@ -12,10 +12,10 @@
 
 pub mod cli;
 pub mod fasthash;
-pub mod fixture;
-pub mod input;
+pub mod engine;
+pub mod error;
 pub mod machine;
-pub mod perf_data;
+pub use perf_data;
 pub mod script;
 pub mod session;
 pub mod symbols;

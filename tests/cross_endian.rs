@@ -15,7 +15,7 @@ use std::process::Command;
 
 use pstitch::perf_data::header::detect_magic;
 use pstitch::perf_data::bytes::Endian;
-use pstitch::perf_data::swap;
+use pstitch_fixtures::swap;
 
 const CASES: &[&str] = &[
     "c-threads",

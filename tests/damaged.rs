@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use pstitch::input::Input;
+use pstitch::perf_data::Input;
 use pstitch::perf_data::{FileBytes, FileInfo};
 
 const FIELDS: &[&str] = &["--no-inline", "-F", "comm,pid,tid,time,event,ip,period", "--ns"];

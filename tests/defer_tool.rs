@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use pstitch::fixture::defer::{DeferOptions, convert};
-use pstitch::input::Input;
+use pstitch_fixtures::defer::{DeferOptions, convert};
+use pstitch::perf_data::Input;
 use pstitch::perf_data::attr::{flag, sample_type};
 use pstitch::perf_data::record::{DeferredCallchainRecord, kind};
-use pstitch::perf_data::{FileBytes, Result};
+use pstitch::perf_data::FileBytes;
+use pstitch::error::Result;
 use pstitch::session::{Context, Event, Session, Tool};
 
 const USER: u64 = (-512i64) as u64;

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pstitch::input::Input;
-use pstitch::perf_data::Result;
+use pstitch::perf_data::Input;
+use pstitch::error::Result;
 use pstitch::perf_data::record::{DeferredCallchainRecord, kind};
 use pstitch::session::{Context, Event, Session, Tool};
 

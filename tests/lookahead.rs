@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pstitch::input::Input;
-use pstitch::perf_data::Result;
+use pstitch::perf_data::Input;
+use pstitch::error::Result;
 use pstitch::perf_data::record::kind;
 use pstitch::session::{Context, Event, Session, Tool};
 

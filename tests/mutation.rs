@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pstitch::cli::{EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, ScriptArgs, run_input};
-use pstitch::input::Input;
+use pstitch::perf_data::Input;
 use pstitch::perf_data::header::is_pipe_header;
 use pstitch::perf_data::{FileBytes, FileInfo, RecordSource};
 use pstitch::session::Limits;
@@ -40,7 +40,7 @@ fn records(bytes: &[u8]) -> Vec<(usize, u32, usize)> {
             (info.header.endian, info.data.start, info.data.end)
         }
     };
-    let mut src = RecordSource::Slice { data: bytes, pos: start, end, endian, missing: 0, drop_behind: None, pager: None };
+    let mut src = RecordSource::from_slice(bytes, start, end, endian);
     let mut v = Vec::new();
     while let Ok(Some(r)) = src.next_record() {
         v.push((r.offset as usize, r.header.type_, r.header.size as usize));
@@ -171,7 +171,7 @@ fn mutated_recordings_never_crash() {
     .collect();
     inputs.push(("killed".into(), std::fs::read(root.join("tests/damaged/killed/perf.data")).unwrap()));
     let c = &inputs[0].1;
-    inputs.push(("c-threads-be".into(), pstitch::perf_data::swap::swap(c).unwrap().bytes));
+    inputs.push(("c-threads-be".into(), pstitch_fixtures::swap::swap(c).unwrap().bytes));
 
     let mut rng = Rng(0x5eed_0f57_17c4);
     let mut cases = Vec::new();

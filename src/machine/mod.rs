@@ -16,7 +16,7 @@ use std::rc::Rc;
 pub use dsos::{Dso, DsoKind, Dsos};
 pub use maps::{DsoId, Map, MapKind, Maps};
 
-use crate::perf_data::record::{CommRecord, MmapRecord, TaskRecord, misc};
+use perf_data::record::{CommRecord, MmapRecord, TaskRecord, misc};
 
 /// The kernel image's DSO (perf's `[kernel.kallsyms]`); its MMAP names
 /// it with the reference symbol appended.
@@ -212,7 +212,7 @@ impl Machine {
         self.epoch += 1;
         let cpumode = CpuMode::from_misc(record_misc);
         let mut prot = m.prot;
-        if record_type == crate::perf_data::record::kind::MMAP && record_misc & misc::MMAP_DATA == 0 {
+        if record_type == perf_data::record::kind::MMAP && record_misc & misc::MMAP_DATA == 0 {
             prot = PROT_EXEC;
         }
         let filename = String::from_utf8_lossy(m.filename);
@@ -334,7 +334,7 @@ mod tests {
         m.findnew_thread(10, 12);
         moved(&m, "thread joins its process", true);
         let mm = MmapRecord { pid: 10, tid: 10, start: 0x1000, len: 0x1000, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
-        m.process_mmap(&mm, crate::perf_data::record::kind::MMAP2, misc::USER);
+        m.process_mmap(&mm, perf_data::record::kind::MMAP2, misc::USER);
         moved(&m, "mmap", true);
         m.process_fork(&task(11, 10, 11, 10), 0);
         moved(&m, "fork", true);
@@ -368,7 +368,7 @@ mod tests {
         m.fork_map_budget = 10;
         for i in 0..4 {
             let mm = MmapRecord { pid: 10, tid: 10, start: 0x1000 * (i + 1), len: 0x800, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
-            m.process_mmap(&mm, crate::perf_data::record::kind::MMAP2, misc::USER);
+            m.process_mmap(&mm, perf_data::record::kind::MMAP2, misc::USER);
         }
         for child in 100..110 {
             m.process_fork(&task(child, 10, child, 10), 0);
@@ -384,12 +384,12 @@ mod tests {
         let mut m = Machine::new();
         m.process_fork(&task(10, 10, 12, 10), 0);
         let mm = MmapRecord { pid: 10, tid: 10, start: 0x1000, len: 0x1000, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
-        m.process_mmap(&mm, crate::perf_data::record::kind::MMAP2, misc::USER);
+        m.process_mmap(&mm, perf_data::record::kind::MMAP2, misc::USER);
         assert!(m.find_map(12, CpuMode::User, 0x1800).is_some());
         // A new process gets a copy, not a share.
         m.process_fork(&task(20, 10, 20, 10), 0);
         let mm2 = MmapRecord { start: 0x5000, ..mm };
-        m.process_mmap(&mm2, crate::perf_data::record::kind::MMAP2, misc::USER);
+        m.process_mmap(&mm2, perf_data::record::kind::MMAP2, misc::USER);
         assert!(m.find_map(20, CpuMode::User, 0x1800).is_some());
         assert!(m.find_map(20, CpuMode::User, 0x5800).is_none());
     }

@@ -33,7 +33,7 @@
 
 use super::fields::IpOpts;
 use crate::fasthash::FastMap;
-use crate::perf_data::bytes::find_byte;
+use perf_data::bytes::find_byte;
 use super::output::{LoadRequest, Other};
 use super::{Script, context, format};
 use crate::machine::maps::{DsoId, Map};

@@ -12,9 +12,9 @@
 
 
 use super::{Script, format};
-use crate::perf_data::evlist::Evlist;
-use crate::perf_data::record::{CommRecord, LostRecord, MmapRecord, Record, TaskRecord, kind, misc};
-use crate::perf_data::sample::SampleId;
+use perf_data::evlist::Evlist;
+use perf_data::record::{CommRecord, LostRecord, MmapRecord, Record, TaskRecord, kind, misc};
+use perf_data::sample::SampleId;
 
 const PROT_READ: u32 = 1;
 const PROT_WRITE: u32 = 2;
@@ -52,7 +52,7 @@ impl Script {
         let ty = super::fields::output_type(attr);
         let fields = self.opts.fields.types[ty].fields;
         let unpadded = fields & super::f::IP != 0
-            && attr.samples(crate::perf_data::attr::sample_type::CALLCHAIN)
+            && attr.samples(perf_data::attr::sample_type::CALLCHAIN)
             && self.use_callchain;
         self.print_start(fields, &comm, s.pid, s.tid, s.cpu, s.time, rec.header.misc, rec.header.type_, unpadded);
         self.buf.extend_from_slice(b"PERF_RECORD_");

@@ -6,7 +6,7 @@
 //! cannot supply are silently dropped from the defaults, but are an error
 //! when the user asked for them.
 
-use crate::perf_data::attr::{Attr, event_type, sample_type as st};
+use perf_data::attr::{Attr, event_type, sample_type as st};
 
 /// A field bit.
 pub type Field = u64;

@@ -32,11 +32,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use crate::perf_data::bytes::{Endian, until_nul};
-use crate::perf_data::evlist::Evlist;
-use crate::perf_data::features::Features;
-use crate::perf_data::header::FileHeader;
-use crate::perf_data::{Error, Result};
+use perf_data::bytes::{Endian, until_nul};
+use perf_data::evlist::Evlist;
+use perf_data::features::Features;
+use perf_data::header::FileHeader;
+use crate::error::{Error, Result};
 use crate::session::{Context, Event, Tool};
 
 /// perf 7.2's `HEADER_LAST_FEATURE`: feature bits at or above it are unknown.
@@ -717,7 +717,7 @@ fn read_event_desc(ff: &mut Ff<'_>) -> PResult<Vec<DescEvent>> {
 // ---------------------------------------------------------------------------
 // perf_event_attr, as perf_event_attr__fprintf prints it.
 
-/// An attr decoded in full (the session's [`crate::perf_data::attr::Attr`]
+/// An attr decoded in full (the session's [`perf_data::attr::Attr`]
 /// keeps only what sample parsing needs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RawAttr {
@@ -749,7 +749,7 @@ impl RawAttr {
     /// Decodes the first `min(raw.len(), sizeof(attr))` bytes; the rest is
     /// zero, as after perf's `memcpy`. Big-endian bitfields are allocated
     /// from the most significant bit of each byte, so their bytes are
-    /// bit-reversed (as [`crate::perf_data::attr::Attr::parse`] does).
+    /// bit-reversed (as [`perf_data::attr::Attr::parse`] does).
     pub fn decode(raw: &[u8], endian: Endian) -> RawAttr {
         let mut b = [0u8; ATTR_SIZE_MAX];
         let n = raw.len().min(ATTR_SIZE_MAX);
@@ -1832,7 +1832,7 @@ impl<T: Tool, F: FnMut(&mut T, &[u8]) -> std::io::Result<()>> Tool for WithFeatu
             self.warnings.push(w);
         }
         if !text.is_empty() {
-            (self.write)(self.inner, &text).map_err(Error::io)?;
+            (self.write)(self.inner, &text).map_err(Error::Output)?;
         }
         self.inner.feature(ctx, bit, payload)
     }
@@ -1851,7 +1851,7 @@ mod tests {
     //! Expected texts are what perf-ref (perf 7.2) printed for the same
     //! payloads, spliced into a copy of tests/golden/c-threads/perf.data.
     use super::*;
-    use crate::perf_data::header::Section;
+    use perf_data::header::Section;
 
     fn pstr(s: &[u8]) -> Vec<u8> {
         let n = (s.len() + 1).div_ceil(64) * 64;
@@ -2204,7 +2204,7 @@ mod tests {
     fn group_desc() {
         let mut evlist = Evlist::default();
         for name in ["cpu-clock", "page-faults/period=1/"] {
-            evlist.push(crate::perf_data::evlist::Evsel { attr: Default::default(), name: Some(name.into()), ids: vec![] });
+            evlist.push(perf_data::evlist::Evsel { attr: Default::default(), name: Some(name.into()), ids: vec![] });
         }
         let print = |payload: &[u8]| -> PResult<String> {
             let mut env = env2();

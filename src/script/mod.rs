@@ -24,13 +24,14 @@ use std::io::Write;
 use std::rc::Rc;
 
 use crate::machine::{Comm, CpuMode, Machine, Map};
-use crate::perf_data::attr::{Attr, event_type, sample_type as st};
-use crate::perf_data::bytes::U64Array;
-use crate::perf_data::evlist::Evlist;
-use crate::perf_data::attr::flag;
-use crate::perf_data::record::{CommRecord, DeferredCallchainRecord, MmapRecord, TaskRecord, kind};
-use crate::perf_data::sample::{Sample, SampleId};
-use crate::perf_data::{Error, Result};
+use perf_data::attr::{Attr, event_type, sample_type as st};
+use perf_data::bytes::U64Array;
+use perf_data::evlist::Evlist;
+use perf_data::attr::flag;
+use perf_data::record::{CommRecord, DeferredCallchainRecord, MmapRecord, TaskRecord, kind};
+use perf_data::sample::{Sample, SampleId};
+use crate::error::{Error, Result};
+use perf_data::Error as Damaged;
 use crate::session::deferred::{StitchStats, Stitcher};
 use crate::session::{Context, Event, Tool};
 use crate::symbols::Symbolizer;
@@ -38,18 +39,7 @@ use crate::tracepoint::TracingData;
 
 use fields::{IpOpts, OutputFields, f, output_type};
 
-/// Callchain context markers (`PERF_CONTEXT_*`).
-pub mod context {
-    pub const HV: u64 = -32i64 as u64;
-    pub const KERNEL: u64 = -128i64 as u64;
-    pub const USER: u64 = -512i64 as u64;
-    pub const USER_DEFERRED: u64 = -640i64 as u64;
-    pub const GUEST: u64 = -2048i64 as u64;
-    pub const GUEST_KERNEL: u64 = -2176i64 as u64;
-    pub const GUEST_USER: u64 = -2560i64 as u64;
-    /// Values at or above this are markers, not addresses.
-    pub const MAX: u64 = -4095i64 as u64;
-}
+pub use perf_data::sample::context;
 
 /// perf's default `--max-stack` (`kernel.perf_event_max_stack`).
 pub const DEFAULT_MAX_STACK: usize = 127;
@@ -131,7 +121,7 @@ pub struct Script {
     heads: heads::Heads,
     stitcher: Stitcher,
     merged: Vec<u64>,
-    endian: crate::perf_data::bytes::Endian,
+    endian: perf_data::bytes::Endian,
     filters: filter::Filters,
     /// Event formats from the tracing data, for tracepoint samples.
     tracing: Option<TracingData>,
@@ -165,7 +155,7 @@ impl Script {
             heads: heads::Heads::default(),
             stitcher: Stitcher::default(),
             merged: Vec::new(),
-            endian: crate::perf_data::bytes::Endian::NATIVE,
+            endian: perf_data::bytes::Endian::NATIVE,
             filters,
             tracing: None,
             trace_resolver: false,
@@ -198,7 +188,7 @@ impl Script {
 
     /// The event name perf prints: tracepoint events not named by the file
     /// are `system:name` from the tracing data.
-    fn event_name<'a>(&self, ev: &'a crate::perf_data::evlist::Evsel) -> std::borrow::Cow<'a, str> {
+    fn event_name<'a>(&self, ev: &'a perf_data::evlist::Evsel) -> std::borrow::Cow<'a, str> {
         if let Some(n) = &ev.name {
             return n.as_str().into();
         }
@@ -274,7 +264,7 @@ impl Script {
             self.out.send(&mut self.buf);
         }
         if self.out.failed() {
-            self.flush().map_err(Error::io)?;
+            self.flush().map_err(Error::Output)?;
         }
         Ok(())
     }
@@ -409,8 +399,8 @@ impl Script {
         let evsel = h.evsel as usize;
         let attr = &evlist.evsels[evsel].attr;
         let e = self.endian;
-        let header = crate::perf_data::record::RecordHeader::parse(&h.bytes, e).expect("held records are whole");
-        let s = Sample::parse(&h.bytes[8..], attr, e).map_err(|err| Error::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
+        let header = perf_data::record::RecordHeader::parse(&h.bytes, e).expect("held records are whole");
+        let s = Sample::parse(&h.bytes[8..], attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
         let how_unmerged = PrintAs { comm: Some(h.comm.clone()), cookie: None };
         match (merge_with, s.callchain) {
             (Some(ips), Some(chain)) => {
@@ -436,8 +426,8 @@ impl Script {
         for h in self.stitcher.take_all() {
             let how = PrintAs { comm: Some(h.comm.clone()), cookie: Some(h.cookie) };
             let attr = &evlist.evsels[h.evsel as usize].attr;
-            let header = crate::perf_data::record::RecordHeader::parse(&h.bytes, self.endian).expect("whole record");
-            let s = Sample::parse(&h.bytes[8..], attr, self.endian).map_err(|err| Error::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
+            let header = perf_data::record::RecordHeader::parse(&h.bytes, self.endian).expect("whole record");
+            let s = Sample::parse(&h.bytes[8..], attr, self.endian).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
             self.print_sample(evlist, h.evsel as usize, header.misc, &s, Chain::Sample, &how)?;
         }
         Ok(())
@@ -475,7 +465,7 @@ impl Script {
         self.heads.head(out, fields, comm, pid, tid, cpu, comm_unpadded);
         if fields & f::MISC != 0 {
             let mut n = 0;
-            let mode = misc & crate::perf_data::record::misc::CPUMODE_MASK;
+            let mode = misc & perf_data::record::misc::CPUMODE_MASK;
             for (m, c) in [(1u16, b'K'), (2, b'U'), (3, b'H'), (4, b'G'), (5, b'g')] {
                 // perf tests `(misc & M) == M`, so e.g. HYPERVISOR (3) also
                 // matches KERNEL (1) and USER (2).
@@ -484,7 +474,7 @@ impl Script {
                     n += 1;
                 }
             }
-            use crate::perf_data::record::misc as m;
+            use perf_data::record::misc as m;
             let extra = match record_type {
                 kind::MMAP | kind::MMAP2 if misc & m::MMAP_DATA != 0 => Some(b'M'),
                 kind::COMM if misc & m::COMM_EXEC != 0 => Some(b'E'),
@@ -570,7 +560,7 @@ impl Tool for Script {
     fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
         let rec = &ev.record;
         let trailer = ctx.evlist.evsels[ev.evsel].attr.id_hdr_size();
-        let bad = |what: &str| Error::in_record(ev.offset, rec.header.type_, format!("{what} record truncated"));
+        let bad = |what: &str| Damaged::in_record(ev.offset, rec.header.type_, format!("{what} record truncated"));
         self.endian = ctx.endian;
         match rec.header.type_ {
             kind::SAMPLE => {
@@ -661,7 +651,7 @@ impl Tool for Script {
             self.opts
                 .fields
                 .check_attr(&ev.attr, &ev.name(), is_dummy(&ev.attr))
-                .map_err(|e| Error::msg(e.0))?;
+                .map_err(|e| Error::Options(e.0))?;
         }
         let combined = self.combined_sample_type;
         if self.use_callchain

@@ -27,9 +27,9 @@ use super::output::LoadRequest;
 use super::{Script, context};
 use crate::fasthash::FastMap;
 use crate::machine::{CpuMode, DsoId, DsoKind, dsos};
-use crate::perf_data::attr::sample_type as st;
-use crate::perf_data::record::{MmapRecord, Record, RecordHeader, kind};
-use crate::perf_data::sample::Sample;
+use perf_data::attr::sample_type as st;
+use perf_data::record::{MmapRecord, Record, RecordHeader, kind};
+use perf_data::sample::Sample;
 use crate::session::Context;
 
 /// Samples looked at ahead in all.

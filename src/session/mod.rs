@@ -15,15 +15,17 @@ pub mod ordered;
 
 use std::rc::Rc;
 
-use crate::perf_data::attr::Attr;
-use crate::perf_data::bytes::Endian;
-use crate::perf_data::compressed::{self, Decompressor};
-use crate::perf_data::error::Warnings;
-use crate::perf_data::evlist::{Evlist, Evsel, ids_after_attr};
-use crate::perf_data::features::{Features, feat};
-use crate::perf_data::record::{self, DeferredCallchainRecord, HEADER_SIZE, LostRecord, Record, RecordHeader, kind};
-use crate::perf_data::sample::{Sample, SampleId};
-use crate::perf_data::{Error, RawRecord, RecordSource, Result};
+use perf_data::attr::Attr;
+use perf_data::bytes::Endian;
+use perf_data::compressed::{self, Decompressor};
+use perf_data::error::Warnings;
+use perf_data::evlist::{Evlist, Evsel, ids_after_attr};
+use perf_data::features::{Features, feat};
+use perf_data::record::{self, DeferredCallchainRecord, HEADER_SIZE, LostRecord, Record, RecordHeader, kind};
+use perf_data::sample::{Sample, SampleId};
+use crate::error::{Error, Result};
+use perf_data::Error as Damaged;
+use perf_data::{RawRecord, RecordSource};
 
 use ordered::{OrderedEvents, Queued, RecordBytes};
 
@@ -372,7 +374,7 @@ impl<'a> Session<'a> {
         let Some(attr) = self.evlist.evsels.get(evsel).map(|e| &e.attr) else {
             return Err(at.error(t, "record of an unknown event"));
         };
-        let cpu_checked = attr.samples(crate::perf_data::attr::sample_type::CPU) && (t == kind::SAMPLE || attr.sample_id_all());
+        let cpu_checked = attr.samples(perf_data::attr::sample_type::CPU) && (t == kind::SAMPLE || attr.sample_id_all());
         let trailer = attr.id_hdr_size();
         // The sample stays where it was decoded (it is referred to, not
         // moved: moving 170 bytes just written stalls on the stores).
@@ -422,9 +424,12 @@ impl<'a> Session<'a> {
         }
         let ev = Event { offset, record, evsel, sample: sample.map(|s| &*s), id };
         let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
-        tool.event(&ctx, &ev).map_err(|e| match (e.offset, inner) {
-            (Some(o), Some(i)) if o == offset && e.inner.is_none() => e.decompressed_at(i),
-            _ => e,
+        tool.event(&ctx, &ev).map_err(|e| match (e, inner) {
+            // A tool's complaint about the record names its chunk only.
+            (Error::Input(perf_data::Error::Format(d)), Some(i)) if d.offset == offset && d.inner.is_none() => {
+                Error::Input(perf_data::Error::Format(d).decompressed_at(i))
+            }
+            (e, _) => e,
         })
     }
 
@@ -546,7 +551,7 @@ impl<'a> Session<'a> {
         if t != NAME {
             return;
         }
-        let name = crate::perf_data::bytes::until_nul(body.get(16..).unwrap_or(&[]));
+        let name = perf_data::bytes::until_nul(body.get(16..).unwrap_or(&[]));
         if let Some(idx) = self.evlist.by_id(id) {
             self.evlist.set_name(idx, String::from_utf8_lossy(name).into_owned());
         }
@@ -581,25 +586,26 @@ impl<'a> Session<'a> {
 
     fn decompress(&mut self, tool: &mut dyn Tool, offset: u64, header: RecordHeader, body: &[u8]) -> Result<()> {
         let payload = compressed::payload(header.type_, body, self.endian)
-            .ok_or_else(|| Error::in_record(offset, header.type_, "compressed payload size exceeds the record"))?;
+            .ok_or_else(|| Damaged::in_record(offset, header.type_, "compressed payload size exceeds the record"))?;
         if self.decompressor.is_none() {
-            let d = Decompressor::new(self.chunk_limit()).map_err(|e| Error::in_record(offset, header.type_, e.0))?;
+            let d = Decompressor::new(self.chunk_limit()).map_err(|e| Damaged::in_record(offset, header.type_, e.0))?;
             self.decompressor = Some(d);
         }
         let Some(d) = self.decompressor.as_mut() else { return Ok(()) };
         let out = d
             .decompress(payload, self.endian)
-            .map_err(|e| Error::in_record(offset, header.type_, format!("zstd: {}", e.0)))?;
+            .map_err(|e| Damaged::in_record(offset, header.type_, format!("zstd: {}", e.0)))?;
         let shared: Rc<[u8]> = out.into();
         let mut pos = 0usize;
         while pos < shared.len() {
             let h = RecordHeader::parse(&shared[pos..], self.endian)
-                .ok_or_else(|| Error::in_record(offset, header.type_, "decompressed record header truncated").decompressed_at(pos as u64))?;
-            crate::perf_data::check_size(offset, &h).map_err(|e| e.decompressed_at(pos as u64))?;
+                .ok_or_else(|| Damaged::in_record(offset, header.type_, "decompressed record header truncated").decompressed_at(pos as u64))?;
+            perf_data::check_size(offset, &h).map_err(|e| e.decompressed_at(pos as u64))?;
             let size = h.size as usize;
             if pos + size > shared.len() {
-                return Err(Error::in_record(offset, h.type_, format!("record of {size} bytes runs past the end of the decompressed data"))
-                    .decompressed_at(pos as u64));
+                return Err(Damaged::in_record(offset, h.type_, format!("record of {size} bytes runs past the end of the decompressed data"))
+                    .decompressed_at(pos as u64)
+                    .into());
             }
             let bytes = RecordBytes::Shared(shared.clone(), pos as u32, size as u32);
             self.process_record(tool, offset, h, bytes, Some(pos as u64))?;
@@ -616,11 +622,11 @@ struct Where(u64, Option<u64>);
 
 impl Where {
     fn error(self, t: u32, msg: impl Into<String>) -> Error {
-        let e = Error::in_record(self.0, t, msg);
-        match self.1 {
+        let e = Damaged::in_record(self.0, t, msg);
+        Error::Input(match self.1 {
             Some(i) => e.decompressed_at(i),
             None => e,
-        }
+        })
     }
 }
 

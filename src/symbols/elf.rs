@@ -45,7 +45,7 @@ pub const R_X86_64_IRELATIVE: u32 = 37;
 
 /// The bytes of a file: a read-only memory map, or a copy when mapping
 /// fails (the same type the perf.data reader uses).
-pub use crate::perf_data::FileBytes;
+pub use perf_data::FileBytes;
 
 /// A section's bytes that outlive the [`Elf`] they came from.
 #[derive(Clone)]
@@ -102,11 +102,8 @@ pub fn map_file(path: &Path) -> Option<Arc<FileBytes>> {
     if meta.len() == 0 {
         return Some(Arc::new(FileBytes::Owned(Vec::new())));
     }
-    // SAFETY: read-only mapping; object files are not expected to change
-    // while pstitch runs (perf makes the same assumption). Reads beyond a
-    // concurrently truncated file would fault, as they would for perf.
-    match unsafe { memmap2::Mmap::map(&file) } {
-        Ok(m) => Some(Arc::new(FileBytes::Mapped(m))),
+    match crate::engine::mapping::Mapping::map(&file) {
+        Ok(m) => Some(Arc::new(FileBytes::Shared(Arc::new(m)))),
         Err(_) => std::fs::read(path).ok().map(|v| Arc::new(FileBytes::Owned(v))),
     }
 }
@@ -490,7 +487,7 @@ pub fn cstr_at(d: &[u8], off: usize) -> &[u8] {
     let Some(rest) = d.get(off..) else { return &[] };
     // Names are short: a word-at-a-time search without an alignment
     // prologue (CStr's) is what pays.
-    match crate::perf_data::bytes::find_byte(rest, 0) {
+    match perf_data::bytes::find_byte(rest, 0) {
         Some(n) => &rest[..n],
         None => rest,
     }

@@ -8,7 +8,7 @@
 
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
 use super::elf::SectionBytes;
-use crate::perf_data::bytes::find_byte;
+use perf_data::bytes::find_byte;
 use super::symtab::{ModuleParts, NOT_MODULE, Sym, SymTab};
 
 /// One kallsyms line: address, type letter, name (with `\t[module]`).

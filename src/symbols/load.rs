@@ -711,7 +711,7 @@ mod tests {
     #[test]
     fn damaged_symbol_tables_load() {
         let orig = std::fs::read(fixtures().join("tmp/pstitch-fixtures/bin/cppwork")).unwrap();
-        let elf = Elf::parse(std::sync::Arc::new(crate::perf_data::FileBytes::Owned(orig.clone()))).unwrap();
+        let elf = Elf::parse(std::sync::Arc::new(perf_data::FileBytes::Owned(orig.clone()))).unwrap();
         // The byte ranges of .symtab, .strtab, .dynsym and .dynstr.
         let ranges: Vec<(usize, usize)> = [".symtab", ".strtab", ".dynsym", ".dynstr"]
             .iter()

@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 use crate::fasthash::FastMap;
 use crate::machine::{DsoKind, Dsos, KERNEL_DSO_NAME, Map};
-use crate::perf_data::features::BuildIdEntry;
+use perf_data::features::BuildIdEntry;
 
 use load::{Loaded, Search};
 

@@ -190,7 +190,7 @@ pub struct ModuleParts(FastMap<Box<[u8]>, u32>);
 impl ModuleParts {
     /// The number of `name`'s module part; [`NOT_MODULE`] if it has none.
     pub fn number(&mut self, name: &[u8]) -> u32 {
-        let Some(p) = crate::perf_data::bytes::find_byte(name, b'[') else { return NOT_MODULE };
+        let Some(p) = perf_data::bytes::find_byte(name, b'[') else { return NOT_MODULE };
         if let Some(&n) = self.0.get(&name[p..]) {
             return n;
         }

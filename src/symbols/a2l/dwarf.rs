@@ -344,7 +344,7 @@ fn int_of(v: &AttributeValue<R<'_>>) -> Option<u64> {
 
 fn cstr_at(d: &[u8], off: u64) -> Option<&[u8]> {
     let rest = d.get(usize::try_from(off).ok()?..)?;
-    let n = crate::perf_data::bytes::find_byte(rest, 0)?;
+    let n = perf_data::bytes::find_byte(rest, 0)?;
     Some(&rest[..n])
 }
 

@@ -433,7 +433,7 @@ mod tests {
     fn answers_hold_after_the_pages_go() {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/cppwork");
         let mapped = crate::symbols::elf::map_file(&p).expect("maps");
-        assert!(matches!(*mapped, FileBytes::Mapped(_)));
+        assert!(matches!(*mapped, FileBytes::Shared(_)));
         let mut s = Session::new(Elf::parse(mapped).expect("elf"));
         let mut fresh = session(fixture("tmp/pstitch-fixtures/bin/cppwork")).unwrap();
         let (lo, hi) = text_range(&s);

@@ -22,6 +22,23 @@
 use super::attr::{Attr, branch_sample_type, read_format, sample_type::*};
 use super::bytes::{Cursor, Endian, Truncated, U64Array};
 
+/// Callchain context markers (`PERF_CONTEXT_*`): entries at or above
+/// [`context::MAX`] are not addresses but switch the address space of the
+/// entries after them.
+pub mod context {
+    pub const HV: u64 = -32i64 as u64;
+    pub const KERNEL: u64 = -128i64 as u64;
+    pub const USER: u64 = -512i64 as u64;
+    /// The user part of the callchain comes later, in a CALLCHAIN_DEFERRED
+    /// record; the next (last) entry is the cookie that names it.
+    pub const USER_DEFERRED: u64 = -640i64 as u64;
+    pub const GUEST: u64 = -2048i64 as u64;
+    pub const GUEST_KERNEL: u64 = -2176i64 as u64;
+    pub const GUEST_USER: u64 = -2560i64 as u64;
+    /// Values at or above this are markers, not addresses.
+    pub const MAX: u64 = -4095i64 as u64;
+}
+
 /// A decoded sample. Variable-length parts borrow from the record.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sample<'a> {
@@ -336,7 +353,7 @@ impl SampleId {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perf_data::attr::flag;
+    use crate::attr::flag;
 
     fn le(words: &[u64]) -> Vec<u8> {
         words.iter().flat_map(|w| w.to_le_bytes()).collect()

@@ -41,7 +41,7 @@ impl Evsel {
 #[derive(Debug, Clone, Default)]
 pub struct Evlist {
     pub evsels: Vec<Evsel>,
-    by_id: crate::fasthash::FastMap<u64, usize>,
+    by_id: foldhash::HashMap<u64, usize>,
     /// Length of each evsel's printed name.
     name_lens: Vec<usize>,
     /// How many evsels have a name of each length.

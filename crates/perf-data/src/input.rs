@@ -1,16 +1,15 @@
-//! Opening an input: a file-mode perf.data (memory-mapped), a pipe-mode
-//! stream saved to a file (also mapped), or standard input.
+//! Opening an input: a file-mode perf.data, a pipe-mode stream saved to a
+//! file, or a stream (standard input).
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use crate::perf_data::bytes::Endian;
-use crate::perf_data::evlist::Evlist;
-use crate::perf_data::features::Features;
-use crate::perf_data::header::{self, FILE_HEADER_SIZE, PIPE_HEADER_SIZE};
-use crate::perf_data::pager::Pager;
-use crate::perf_data::{Error, FileBytes, FileInfo, RecordSource, Result};
+use crate::bytes::Endian;
+use crate::evlist::Evlist;
+use crate::features::Features;
+use crate::header::{self, FILE_HEADER_SIZE, PIPE_HEADER_SIZE};
+use crate::{Error, FileBytes, FileInfo, RecordSource, Result, Source};
 
 /// An opened input, before reading records.
 pub struct Input {
@@ -22,30 +21,23 @@ pub struct Input {
 }
 
 impl Input {
-    /// Opens `path`, or standard input for `-`.
+    /// Opens `path` (read into memory), or standard input for `-`. A
+    /// file that is not a regular file (a FIFO, a device) is read as a
+    /// stream.
     pub fn open(path: &Path) -> Result<Input> {
         if path == Path::new("-") {
             return Input::from_reader(Box::new(std::io::stdin()));
         }
-        let file = File::open(path).map_err(Error::io)?;
-        let meta = file.metadata().map_err(Error::io)?;
-        if !meta.is_file() {
+        let mut file = File::open(path)?;
+        if !file.metadata()?.is_file() {
             return Input::from_reader(Box::new(file));
         }
-        // SAFETY: the map is read-only; perf.data files are not modified
-        // while being read (same assumption perf makes).
-        let map = unsafe { memmap2::Mmap::map(&file) };
-        let bytes = match map {
-            Ok(m) => FileBytes::Mapped(m),
-            Err(_) => {
-                let mut v = Vec::new();
-                File::open(path).and_then(|mut f| f.read_to_end(&mut v)).map_err(Error::io)?;
-                FileBytes::Owned(v)
-            }
-        };
-        Input::from_bytes(bytes)
+        let mut v = Vec::new();
+        file.read_to_end(&mut v)?;
+        Input::from_bytes(FileBytes::Owned(v))
     }
 
+    /// A whole input in memory.
     pub fn from_bytes(bytes: FileBytes) -> Result<Input> {
         if bytes.is_empty() {
             return Err(Error::at(0, "empty file"));
@@ -68,7 +60,7 @@ impl Input {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io(e)),
+                Err(e) => return Err(Error::Io(e)),
             }
         }
         if got < PIPE_HEADER_SIZE {
@@ -81,7 +73,7 @@ impl Input {
             return Err(Error::at(0, "not a perf.data file (bad magic)"));
         }
         let mut all = head.to_vec();
-        r.read_to_end(&mut all).map_err(Error::io)?;
+        r.read_to_end(&mut all)?;
         if all.len() < FILE_HEADER_SIZE {
             return Err(Error::at(0, "file header truncated"));
         }
@@ -105,24 +97,18 @@ impl Input {
     pub fn records(&mut self) -> RecordSource<'_> {
         let endian = self.endian;
         if let Some(r) = self.stdin.take() {
-            return RecordSource::Stream { reader: r, pos: PIPE_HEADER_SIZE as u64, endian };
+            return RecordSource::from_reader(r, PIPE_HEADER_SIZE as u64, endian);
         }
-        let mapped = matches!(self.bytes, Some(FileBytes::Mapped(_)));
-        let bytes: &[u8] = self.bytes.as_deref().unwrap_or(&[]);
-        let drop_behind = mapped.then_some(0);
-        let start = self.info.as_ref().map_or(PIPE_HEADER_SIZE, |info| info.data.start);
-        let pager = if mapped { Pager::start(bytes, start) } else { None };
-        match &self.info {
-            Some(info) => RecordSource::Slice {
-                data: bytes,
-                pos: info.data.start,
-                end: info.data.end,
-                endian,
-                missing: info.data_missing,
-                drop_behind,
-                pager,
-            },
-            None => RecordSource::Slice { data: bytes, pos: PIPE_HEADER_SIZE, end: bytes.len(), endian, missing: 0, drop_behind, pager },
-        }
+        let Some(bytes) = self.bytes.as_ref() else { return RecordSource::from_slice(&[], 0, 0, endian) };
+        let (pos, end, missing) = match &self.info {
+            Some(info) => (info.data.start, info.data.end, info.data_missing),
+            None => (PIPE_HEADER_SIZE, bytes.len(), 0),
+        };
+        RecordSource { inner: Source::Slice { data: bytes, backing: bytes.backing(), pos, end, endian, missing } }
+    }
+
+    /// The input's bytes, for an input held in memory (not a stream).
+    pub fn bytes(&self) -> Option<&FileBytes> {
+        self.bytes.as_ref()
     }
 }

@@ -160,8 +160,8 @@ pub fn pipe_header(endian: Endian) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perf_data::FileInfo;
-    use crate::perf_data::attr::{Attr, flag};
+    use crate::FileInfo;
+    use crate::attr::{Attr, flag};
 
     fn raw_attr(endian: Endian) -> Vec<u8> {
         let p = Put(endian);

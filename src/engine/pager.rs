@@ -21,6 +21,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
+use super::mapping::Mapping;
+
 /// How far ahead of the reading position pages are kept mapped.
 const WINDOW: usize = 4 << 20;
 /// Pages mapped by one call.
@@ -33,35 +35,36 @@ struct Shared {
     stop: AtomicBool,
 }
 
-/// A running pager; dropping it stops the thread (before the mapping goes).
-pub struct Pager {
+/// A running pager; dropping it stops the thread.
+pub(super) struct Pager {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     /// The last `want` given.
-    asked: usize,
+    asked: AtomicUsize,
 }
 
 impl Pager {
-    /// Starts mapping `data` (all of a read-only file mapping, which must
-    /// outlive the pager) from offset `from` on, ahead of the reading.
-    pub fn start(data: &[u8], from: usize) -> Option<Pager> {
+    /// Starts mapping `map` from offset `from` on, ahead of the reading.
+    /// The thread holds the mapping too, so it cannot go while paged.
+    pub(super) fn start(map: Arc<Mapping>, from: usize) -> Option<Pager> {
         let asked = from.saturating_add(WINDOW);
         let shared = Arc::new(Shared { want: AtomicUsize::new(asked), stop: AtomicBool::new(false) });
-        let (base, len) = (data.as_ptr() as usize, data.len());
         let pager = shared.clone();
         let thread = std::thread::Builder::new()
             .name("pstitch-pager".into())
-            .spawn(move || page_in(&pager, base, len, from & !(PAGE - 1)))
+            .spawn(move || page_in(&pager, &map, from & !(PAGE - 1)))
             .ok()?;
-        Some(Pager { shared, thread: Some(thread), asked })
+        Some(Pager { shared, thread: Some(thread), asked: AtomicUsize::new(asked) })
     }
 
     /// The reading side got to offset `pos`.
     #[inline]
-    pub fn at(&mut self, pos: usize) {
-        if pos.saturating_add(WINDOW / 2) >= self.asked {
-            self.asked = pos.saturating_add(WINDOW);
-            self.shared.want.store(self.asked, Ordering::Release);
+    pub(super) fn at(&self, pos: usize) {
+        let asked = self.asked.load(Ordering::Relaxed);
+        if pos.saturating_add(WINDOW / 2) >= asked {
+            let asked = pos.saturating_add(WINDOW);
+            self.asked.store(asked, Ordering::Relaxed);
+            self.shared.want.store(asked, Ordering::Release);
             if let Some(t) = &self.thread {
                 t.thread().unpark();
             }
@@ -79,8 +82,9 @@ impl Drop for Pager {
     }
 }
 
-fn page_in(shared: &Shared, base: usize, len: usize, mut done: usize) {
+fn page_in(shared: &Shared, map: &Mapping, mut done: usize) {
     let mut populate = true;
+    let len = map.len();
     while !shared.stop.load(Ordering::Acquire) {
         let want = shared.want.load(Ordering::Acquire).min(len);
         if done >= want {
@@ -89,25 +93,19 @@ fn page_in(shared: &Shared, base: usize, len: usize, mut done: usize) {
             continue;
         }
         let upto = want.min(done + STEP);
-        // SAFETY: `base..base + len` is a read-only file mapping that
-        // outlives this thread (the pager is stopped and joined before it
-        // goes), `done` is page-aligned and `done < upto <= len`.
         // MADV_POPULATE_READ only faults the pages in; reading a byte of
         // each does the same where the kernel does not know the advice
         // (EINVAL). Any other failure (a file cut short meanwhile) ends the
         // paging: the reading side meets it itself.
-        unsafe {
-            let at = (base + done) as *mut libc::c_void;
-            if populate && libc::madvise(at, upto - done, libc::MADV_POPULATE_READ) != 0 {
-                if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
-                    return;
-                }
-                populate = false;
+        if populate && !map.populate(done..upto) {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                return;
             }
-            if !populate {
-                for page in (done..upto).step_by(PAGE) {
-                    std::ptr::read_volatile((base + page) as *const u8);
-                }
+            populate = false;
+        }
+        if !populate {
+            for page in (done..upto).step_by(PAGE) {
+                map.touch(page);
             }
         }
         done = upto;
@@ -129,12 +127,11 @@ mod tests {
         rss.trim().trim_end_matches("kB").trim().parse::<usize>().expect("kB") << 10
     }
 
-    fn mapped_file(len: usize) -> (memmap2::Mmap, std::path::PathBuf) {
+    fn mapped_file(len: usize) -> (Arc<Mapping>, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("pstitch-pager-{}-{len}", std::process::id()));
         std::fs::write(&path, vec![7u8; len]).expect("write");
         let file = std::fs::File::open(&path).expect("open");
-        // SAFETY: a private temporary file nobody else writes.
-        (unsafe { memmap2::Mmap::map(&file) }.expect("map"), path)
+        (Arc::new(Mapping::map(&file).expect("map")), path)
     }
 
     fn settle(what: impl Fn() -> bool) -> bool {
@@ -152,7 +149,7 @@ mod tests {
         let len = 24 << 20;
         let (data, path) = mapped_file(len);
         assert!(resident(&data) < STEP, "nothing mapped yet");
-        let mut pager = Pager::start(&data, 0).expect("pager");
+        let pager = Pager::start(data.clone(), 0).expect("pager");
         assert!(settle(|| resident(&data) >= WINDOW), "the first window: {} bytes", resident(&data));
         assert!(resident(&data) <= WINDOW + STEP, "no further: {} bytes", resident(&data));
         pager.at(WINDOW / 2);
@@ -161,7 +158,7 @@ mod tests {
         pager.at(len);
         assert!(settle(|| resident(&data) >= len - STEP), "to the end: {} bytes", resident(&data));
         drop(pager);
-        let parked = Pager::start(&data, len);
+        let parked = Pager::start(data.clone(), len);
         drop(parked);
         let _ = std::fs::remove_file(path);
     }

@@ -1,9 +1,42 @@
-//! Reading perf.data: the header, the event list, feature sections, and the
-//! stream of records — zero-copy over a memory map for files, streaming
+//! Reading and writing perf.data, the file `perf record` writes: the
+//! header, the event list (attrs), the feature sections, and the stream of
+//! records, zero-copy over bytes held in memory for files and streaming
 //! for pipes.
 //!
+//! ```text
+//! file mode (perf record -o file)         pipe mode (perf record -o -)
+//! +------------------------+               +-------------+
+//! | header                 | header.rs     | pipe header |
+//! | attrs + their ids      | attr, evlist  | records ... |  HEADER_ATTR, HEADER_FEATURE,
+//! | data: records ...      | record,sample |             |  HEADER_TRACING_DATA come
+//! | feature sections       | features      |             |  as records
+//! +------------------------+               +-------------+
+//! ```
+//!
 //! Nothing here orders or interprets records beyond what is needed to split
-//! them; that is [`crate::session`]'s job.
+//! them: pstitch's session does that. The crate holds no `unsafe` code;
+//! memory-mapping a file is the caller's choice ([`Backing`]).
+//!
+//! # Example
+//!
+//! Count the samples of a recording:
+//!
+//! ```no_run
+//! use perf_data::{Input, record::kind};
+//!
+//! let mut input = Input::open(std::path::Path::new("perf.data"))?;
+//! let mut records = input.records();
+//! let mut samples = 0;
+//! while let Some(r) = records.next_record()? {
+//!     if r.header.type_ == kind::SAMPLE {
+//!         samples += 1;
+//!     }
+//! }
+//! println!("{samples} samples");
+//! # Ok::<(), perf_data::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
 
 pub mod attr;
 pub mod bytes;
@@ -12,16 +45,17 @@ pub mod error;
 pub mod evlist;
 pub mod features;
 pub mod header;
+mod input;
 pub mod record;
 pub mod sample;
-pub mod swap;
-pub mod pager;
 pub mod writer;
 
 use std::borrow::Cow;
 use std::io::Read;
+use std::sync::Arc;
 
-pub use error::{Error, Result};
+pub use error::{Damage, Error, Result};
+pub use input::Input;
 
 use attr::Attr;
 use bytes::Endian;
@@ -76,73 +110,119 @@ fn record_at(avail: &[u8], off: u64, endian: Endian) -> Result<(RecordHeader, us
     Ok((header, total))
 }
 
-/// How far behind the read position pages of a mapped input are kept.
-const KEEP_BEHIND: usize = 8 << 20;
+/// Memory that holds a whole input (a file mapping, say), shared by
+/// whoever keeps a part of it.
+pub trait Backing: Send + Sync {
+    fn bytes(&self) -> &[u8];
 
-/// Gives back the pages of a read-only file mapping more than
-/// [`KEEP_BEHIND`] bytes behind `pos`, so that reading a large file does
-/// not hold all of it in memory. Records still queued for sorting may point
-/// there: the kernel reads such a page in again from the file if it is
-/// touched, with the same bytes.
-fn release_behind(data: &[u8], done: &mut usize, pos: usize) {
-    const STEP: usize = 4 << 20;
-    let upto = pos.saturating_sub(KEEP_BEHIND) & !(STEP - 1);
-    if upto >= *done + STEP {
-        // SAFETY: the range lies inside the mapping `data` (a read-only
-        // file mapping, page-aligned at offset 0, both ends multiples of
-        // the step); MADV_DONTNEED on it only drops cached pages.
-        unsafe {
-            libc::madvise(data.as_ptr().add(*done) as *mut libc::c_void, upto - *done, libc::MADV_DONTNEED);
+    /// Records are read front to back and the reader got to offset `pos`:
+    /// a backing may prepare the bytes ahead and give back those far
+    /// behind (they must read the same if touched again).
+    fn reading_at(&self, _pos: usize) {}
+
+    /// The bytes will not be needed for a while: a backing may give their
+    /// memory back (they must read the same if touched again).
+    fn release(&self) {}
+}
+
+/// The bytes of a whole input: a buffer of its own, or a shared
+/// [`Backing`].
+#[derive(Clone)]
+pub enum FileBytes {
+    Owned(Vec<u8>),
+    Shared(Arc<dyn Backing>),
+}
+
+impl FileBytes {
+    /// See [`Backing::release`].
+    pub fn release_pages(&self) {
+        if let FileBytes::Shared(b) = self {
+            b.release();
         }
-        *done = upto;
+    }
+
+    fn backing(&self) -> Option<&dyn Backing> {
+        match self {
+            FileBytes::Shared(b) => Some(&**b),
+            FileBytes::Owned(_) => None,
+        }
     }
 }
 
-/// Where records come from.
-pub enum RecordSource<'a> {
-    /// A range of a mapped file. `missing` is how many bytes of the data
-    /// section the header promised beyond `end` (a truncated file): the
-    /// source reports them as an error once the records present are read.
-    /// `drop_behind`: `data` is a read-only file mapping whose pages below
-    /// this offset were given back (see [`release_behind`]).
-    /// `pager`: maps the pages ahead of `pos` on another thread.
-    Slice { data: &'a [u8], pos: usize, end: usize, endian: Endian, missing: u64, drop_behind: Option<usize>, pager: Option<pager::Pager> },
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Owned(v) => v,
+            FileBytes::Shared(b) => b.bytes(),
+        }
+    }
+}
+
+impl std::fmt::Debug for FileBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if matches!(self, FileBytes::Owned(_)) { "Owned" } else { "Shared" };
+        write!(f, "FileBytes::{kind}({} bytes)", self.len())
+    }
+}
+
+/// Where records come from: a range of bytes in memory, or a stream.
+pub struct RecordSource<'a> {
+    inner: Source<'a>,
+}
+
+enum Source<'a> {
+    /// `missing` is how many bytes of the data section the header promised
+    /// beyond `end` (a truncated file): the source reports them as an
+    /// error once the records present are read.
+    Slice { data: &'a [u8], backing: Option<&'a dyn Backing>, pos: usize, end: usize, endian: Endian, missing: u64 },
     /// A pipe or other non-seekable input.
     Stream { reader: Box<dyn Read + 'a>, pos: u64, endian: Endian },
 }
 
 impl<'a> RecordSource<'a> {
+    /// The records of `data[start..end]` (offsets are positions in `data`).
+    pub fn from_slice(data: &'a [u8], start: usize, end: usize, endian: Endian) -> RecordSource<'a> {
+        RecordSource { inner: Source::Slice { data, backing: None, pos: start, end: end.min(data.len()), endian, missing: 0 } }
+    }
+
+    /// The records a stream holds from its current position on, which is
+    /// input offset `pos`.
+    pub fn from_reader(reader: Box<dyn Read + 'a>, pos: u64, endian: Endian) -> RecordSource<'a> {
+        RecordSource { inner: Source::Stream { reader, pos, endian } }
+    }
+
     pub fn endian(&self) -> Endian {
-        match self {
-            RecordSource::Slice { endian, .. } | RecordSource::Stream { endian, .. } => *endian,
+        match &self.inner {
+            Source::Slice { endian, .. } | Source::Stream { endian, .. } => *endian,
         }
     }
 
     /// Bytes of input consumed so far (the file offset in file mode).
     pub fn position(&self) -> u64 {
-        match self {
-            RecordSource::Slice { pos, .. } => *pos as u64,
-            RecordSource::Stream { pos, .. } => *pos,
+        match &self.inner {
+            Source::Slice { pos, .. } => *pos as u64,
+            Source::Stream { pos, .. } => *pos,
         }
     }
 
     /// Total input size, when known (not for pipes).
     pub fn total(&self) -> Option<u64> {
-        match self {
-            RecordSource::Slice { end, .. } => Some(*end as u64),
-            RecordSource::Stream { .. } => None,
+        match &self.inner {
+            Source::Slice { end, .. } => Some(*end as u64),
+            Source::Stream { .. } => None,
         }
     }
 
     /// The records after the read position, or after offset `from` if
     /// that is further, without reading them, each with the offset after
-    /// it: only a mapped file can show them (a stream shows none). The walk
-    /// stops quietly where a record would be an error for
+    /// it: only input in memory can show them (a stream shows none). The
+    /// walk stops quietly where a record would be an error for
     /// [`RecordSource::next_record`]; that one reports it when it gets there.
     pub fn upcoming(&self, from: u64) -> impl Iterator<Item = (u64, &'a [u8])> + use<'a> {
-        let (data, mut pos, end, endian) = match self {
-            RecordSource::Slice { data, pos, end, endian, .. } => (*data, (*pos).max(from as usize), *end, *endian),
-            RecordSource::Stream { endian, .. } => (&[][..], 0, 0, *endian),
+        let (data, mut pos, end, endian) = match &self.inner {
+            Source::Slice { data, pos, end, endian, .. } => (*data, (*pos).max(from as usize), *end, *endian),
+            Source::Stream { endian, .. } => (&[][..], 0, 0, *endian),
         };
         std::iter::from_fn(move || {
             let avail = data.get(pos..end)?;
@@ -154,11 +234,8 @@ impl<'a> RecordSource<'a> {
 
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
-        match self {
-            RecordSource::Slice { data, pos, end, endian, missing, drop_behind, pager } => {
-                if let Some(done) = drop_behind {
-                    release_behind(data, done, *pos);
-                }
+        match &mut self.inner {
+            Source::Slice { data, backing, pos, end, endian, missing } => {
                 if *pos >= *end {
                     if *missing > 0 {
                         let m = std::mem::take(missing);
@@ -173,15 +250,15 @@ impl<'a> RecordSource<'a> {
                 let avail = data.get(*pos..*end).unwrap_or(&[]);
                 let (header, total) = record_at(avail, off, *endian)?;
                 *pos += total;
-                if let Some(p) = pager {
-                    p.at(*pos);
+                if let Some(b) = backing {
+                    b.reading_at(*pos);
                 }
                 Ok(Some(RawRecord { offset: off, header, bytes: Cow::Borrowed(&avail[..total]) }))
             }
-            RecordSource::Stream { reader, pos, endian } => {
+            Source::Stream { reader, pos, endian } => {
                 let off = *pos;
                 let mut hdr = [0u8; HEADER_SIZE];
-                let got = read_full(reader.as_mut(), &mut hdr).map_err(Error::io)?;
+                let got = read_full(reader.as_mut(), &mut hdr)?;
                 if got == 0 {
                     return Ok(None);
                 }
@@ -195,7 +272,7 @@ impl<'a> RecordSource<'a> {
                 let mut buf = Vec::with_capacity(size);
                 buf.extend_from_slice(&hdr);
                 buf.resize(size, 0);
-                let got = read_full(reader.as_mut(), &mut buf[HEADER_SIZE..]).map_err(Error::io)?;
+                let got = read_full(reader.as_mut(), &mut buf[HEADER_SIZE..])?;
                 if got < size - HEADER_SIZE {
                     return Err(Error::in_record(off, header.type_, format!("record of {size} bytes truncated by end of input")));
                 }
@@ -208,7 +285,7 @@ impl<'a> RecordSource<'a> {
                     let mut chunk = vec![0u8; 64 * 1024];
                     while left > 0 {
                         let want = left.min(chunk.len());
-                        let got = read_full(reader.as_mut(), &mut chunk[..want]).map_err(Error::io)?;
+                        let got = read_full(reader.as_mut(), &mut chunk[..want])?;
                         buf.extend_from_slice(&chunk[..got]);
                         if got < want {
                             return Err(Error::in_record(off, header.type_, "payload truncated by end of input"));
@@ -249,39 +326,6 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// The input bytes of a file-mode perf.data.
-pub enum FileBytes {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
-
-impl FileBytes {
-    /// Gives back the pages of a mapping read so far; a later read takes
-    /// them again from the page cache, with the same bytes. Kept mappings
-    /// (symbol names read on demand) then count only what is still used.
-    pub fn release_pages(&self) {
-        if let FileBytes::Mapped(m) = self
-            && !m.is_empty()
-        {
-            // SAFETY: the whole of a read-only file mapping, page-aligned;
-            // MADV_DONTNEED on it only drops cached pages.
-            unsafe {
-                libc::madvise(m.as_ptr() as *mut libc::c_void, m.len(), libc::MADV_DONTNEED);
-            }
-        }
-    }
-}
-
-impl std::ops::Deref for FileBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            FileBytes::Mapped(m) => m,
-            FileBytes::Owned(v) => v,
-        }
-    }
 }
 
 /// What the header of a file-mode perf.data says, decoded.
@@ -472,18 +516,18 @@ mod tests {
         rec.extend(0u16.to_le_bytes());
         rec.extend(4u16.to_le_bytes());
         {
-            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None, pager: None };
+            let mut s = RecordSource::from_slice(&rec, 0, rec.len(), Endian::Little);
             let e = s.next_record().unwrap_err();
-            assert_eq!(e.offset, Some(0));
+            assert_eq!(e.offset(), Some(0));
         }
         rec[6] = 64;
         {
-            let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None, pager: None };
-            assert!(s.next_record().unwrap_err().message.contains("runs past"));
+            let mut s = RecordSource::from_slice(&rec, 0, rec.len(), Endian::Little);
+            assert!(s.next_record().unwrap_err().to_string().contains("runs past"));
         }
         rec[6] = 12;
-        let mut s = RecordSource::Slice { data: &rec, pos: 0, end: rec.len(), endian: Endian::Little, missing: 0, drop_behind: None, pager: None };
-        assert!(s.next_record().unwrap_err().message.contains("multiple of 8"));
+        let mut s = RecordSource::from_slice(&rec, 0, rec.len(), Endian::Little);
+        assert!(s.next_record().unwrap_err().to_string().contains("multiple of 8"));
     }
 
     /// `upcoming` walks the records `next_record` will return, from the
@@ -506,7 +550,7 @@ mod tests {
         record(&mut data, kind::MMAP, 32);
         let good = data.len();
         record(&mut data, kind::SAMPLE, 12);
-        let source = |pos| RecordSource::Slice { data: &data, pos, end: data.len(), endian: e, missing: 0, drop_behind: None, pager: None };
+        let source = |pos| RecordSource::from_slice(&data, pos, data.len(), e);
 
         let shown: Vec<(u64, usize)> = source(0).upcoming(0).map(|(after, b)| (after, b.len())).collect();
         assert_eq!(shown, [(24, 24), (56, 16), (good as u64, 32)]);
@@ -522,7 +566,7 @@ mod tests {
         assert_eq!(s.upcoming(0).count(), 2, "from the read position");
         assert_eq!(s.upcoming(56).map(|(after, _)| after).collect::<Vec<_>>(), [good as u64], "from further on");
         assert_eq!(s.upcoming(good as u64).count(), 0);
-        let stream = RecordSource::Stream { reader: Box::new(&data[..]), pos: 0, endian: e };
+        let stream = RecordSource::from_reader(Box::new(&data[..]), 0, e);
         assert_eq!(stream.upcoming(0).count(), 0, "a stream shows nothing ahead");
     }
 
@@ -536,7 +580,7 @@ mod tests {
         rec.extend(0u32.to_le_bytes());
         rec.extend([1, 2, 3, 4, 5, 0, 0, 0]);
         let n = rec.len();
-        let mut s = RecordSource::Stream { reader: Box::new(&rec[..]), pos: 0, endian: Endian::Little };
+        let mut s = RecordSource::from_reader(Box::new(&rec[..]), 0, Endian::Little);
         let r = s.next_record().unwrap().unwrap();
         assert_eq!(r.bytes.len(), n);
         assert!(s.next_record().unwrap().is_none());

@@ -1,0 +1,177 @@
+//! Read-only file mappings: the input perf.data and the object files whose
+//! symbols and DWARF are read.
+//!
+//! A [`Mapping`] owns its mapping, so the memory advice it gives
+//! (`MADV_DONTNEED`, `MADV_POPULATE_READ`) can only ever apply to a
+//! read-only private file mapping, never to memory someone else owns.
+//! Giving pages back is harmless there: a page touched again is read
+//! again from the page cache, with the same bytes.
+//!
+//! [`MappedInput`] is the input perf.data as the record reader sees it
+//! (a [`perf_data::Backing`]): it keeps the pages around the reading
+//! position and gives back those far behind, and in threaded mode has a
+//! pager thread map the ones ahead (see [`super::pager`]).
+
+use std::fs::File;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::pager::Pager;
+
+/// A read-only mapping of a whole file.
+pub struct Mapping {
+    map: memmap2::Mmap,
+}
+
+impl Mapping {
+    /// Maps all of `file`.
+    pub fn map(file: &File) -> std::io::Result<Mapping> {
+        // SAFETY: the mapping is read-only and private. Like perf, pstitch
+        // assumes that a perf.data or an object file is not truncated or
+        // rewritten while it is read (a shrinking file would make reads of
+        // the lost pages fault).
+        let map = unsafe { memmap2::Mmap::map(file) }?;
+        Ok(Mapping { map })
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Gives back the pages of `range` (page-aligned start; the end is
+    /// rounded up by the kernel): a later read takes them again from the
+    /// page cache.
+    fn dont_need(&self, range: std::ops::Range<usize>) {
+        if range.start >= range.end || range.end > self.map.len() || !range.start.is_multiple_of(PAGE) {
+            return;
+        }
+        // SAFETY: the range lies inside this mapping (checked above), which
+        // is a read-only private file mapping: MADV_DONTNEED only drops
+        // cached copies of file pages, which read the same when touched
+        // again; no Rust reference can observe a change.
+        unsafe {
+            libc::madvise(self.map.as_ptr().add(range.start) as *mut libc::c_void, range.end - range.start, libc::MADV_DONTNEED);
+        }
+    }
+
+    /// Gives back every page (see [`perf_data::Backing::release`]).
+    pub fn release(&self) {
+        self.dont_need(0..self.map.len());
+    }
+
+    /// Faults in the pages of `range` (`MADV_POPULATE_READ`); false if the
+    /// kernel refused (errno tells why).
+    pub(super) fn populate(&self, range: std::ops::Range<usize>) -> bool {
+        if range.start >= range.end || range.end > self.map.len() {
+            return true;
+        }
+        // SAFETY: the range lies inside this read-only mapping; the advice
+        // only maps pages in.
+        unsafe { libc::madvise(self.map.as_ptr().add(range.start) as *mut libc::c_void, range.end - range.start, libc::MADV_POPULATE_READ) == 0 }
+    }
+
+    /// Reads one byte at `at` so its page is mapped in (where the kernel
+    /// does not know MADV_POPULATE_READ).
+    pub(super) fn touch(&self, at: usize) {
+        if let Some(b) = self.map.get(at) {
+            std::hint::black_box(*b);
+        }
+    }
+}
+
+impl std::ops::Deref for Mapping {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl perf_data::Backing for Mapping {
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    fn release(&self) {
+        Mapping::release(self);
+    }
+}
+
+const PAGE: usize = 4096;
+
+/// How far behind the read position pages of the input are kept.
+const KEEP_BEHIND: usize = 8 << 20;
+/// Pages are given back this many bytes at a time.
+const RELEASE_STEP: usize = 4 << 20;
+
+/// The input perf.data, mapped (see the module doc).
+pub struct MappedInput {
+    map: Arc<Mapping>,
+    /// Pages below this offset were given back.
+    released: AtomicUsize,
+    pager: Option<Pager>,
+}
+
+impl MappedInput {
+    /// `file` mapped, with a pager thread from offset `start` on if
+    /// `pager` (see [`super::Threads`]).
+    pub fn new(file: &File, start: usize, pager: bool) -> std::io::Result<MappedInput> {
+        let map = Arc::new(Mapping::map(file)?);
+        let pager = if pager { Pager::start(map.clone(), start) } else { None };
+        Ok(MappedInput { map, released: AtomicUsize::new(0), pager })
+    }
+}
+
+impl perf_data::Backing for MappedInput {
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// Reading a large file must not hold all of it in memory: pages more
+    /// than [`KEEP_BEHIND`] bytes behind the reading go back. Records
+    /// still queued for sorting may point there; touched again, such a
+    /// page is read in again from the file with the same bytes.
+    #[inline]
+    fn reading_at(&self, pos: usize) {
+        let done = self.released.load(Ordering::Relaxed);
+        let upto = pos.saturating_sub(KEEP_BEHIND) & !(RELEASE_STEP - 1);
+        if upto >= done + RELEASE_STEP {
+            self.map.dont_need(done..upto);
+            self.released.store(upto, Ordering::Relaxed);
+        }
+        if let Some(p) = &self.pager {
+            p.at(pos);
+        }
+    }
+
+    fn release(&self) {
+        self.map.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perf_data::Backing;
+
+    /// Pages given back read the same afterwards, and nothing outside the
+    /// mapping is ever advised.
+    #[test]
+    fn released_pages_read_the_same() {
+        let path = std::env::temp_dir().join(format!("pstitch-mapping-{}", std::process::id()));
+        let data: Vec<u8> = (0..(20u32 << 20)).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).expect("write");
+        let file = File::open(&path).expect("open");
+        let input = MappedInput::new(&file, 0, false).expect("map");
+        input.reading_at(data.len());
+        assert!(input.released.load(Ordering::Relaxed) > 0, "pages far behind went back");
+        assert!(input.bytes() == &data[..], "and read the same");
+        input.map.dont_need(3..data.len() + (1 << 20));
+        input.release();
+        assert!(input.bytes() == &data[..]);
+        let _ = std::fs::remove_file(path);
+    }
+}

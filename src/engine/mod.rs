@@ -1,0 +1,65 @@
+//! The engine room: every thread pstitch starts, every hand-off between
+//! threads, and every `unsafe` block live here. The other modules are
+//! single-threaded, safe Rust; they reach the machinery below through
+//! small typed interfaces.
+//!
+//! (The threads and their invariants are described as they move here.)
+
+pub mod mapping;
+mod pager;
+
+use std::path::Path;
+
+/// Whether pstitch may start helper threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Threads {
+    /// Reading, formatting, copying and loading on threads of their own
+    /// (the default).
+    #[default]
+    Parallel,
+    /// Everything on the calling thread: the same output, for small
+    /// inputs, debugging, and the tests that check both give the same.
+    Single,
+}
+
+impl Threads {
+    /// `PSTITCH_THREADS=1` asks for [`Threads::Single`].
+    pub fn from_env() -> Threads {
+        match std::env::var("PSTITCH_THREADS") {
+            Ok(v) if v.trim() == "1" => Threads::Single,
+            _ => Threads::Parallel,
+        }
+    }
+}
+
+/// Opens an input: `-` is standard input; a regular file is mapped (with
+/// a pager thread ahead of the reading when `threads` allows); anything
+/// else is read as a stream.
+pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input> {
+    use std::io::Read;
+    if path == Path::new("-") {
+        return perf_data::Input::from_reader(Box::new(std::io::stdin()));
+    }
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return perf_data::Input::from_reader(Box::new(file));
+    }
+    // The pager starts at the data section, which the header names; the
+    // first pages are the header's anyway.
+    match mapping::MappedInput::new(&file, 0, threads == Threads::Parallel) {
+        Ok(m) => perf_data::Input::from_bytes(perf_data::FileBytes::Shared(std::sync::Arc::new(m))),
+        Err(_) => {
+            let mut v = Vec::new();
+            std::fs::File::open(path)?.read_to_end(&mut v)?;
+            perf_data::Input::from_bytes(perf_data::FileBytes::Owned(v))
+        }
+    }
+}
+
+/// CPU time the calling thread has used.
+pub fn thread_cpu() -> std::time::Duration {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
