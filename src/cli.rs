@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use perf_data::Input;
-use crate::script::filter::{self, Filters};
+use crate::session::filter::{self, SampleFilter};
 use crate::script::header;
 use crate::script::{DEFAULT_MAX_STACK, Script, ScriptOptions};
-use crate::session::{Limits, Session};
+use crate::session::{Limits, Session, SessionOptions};
 use crate::symbols::{SymbolConfig, Symbolizer};
 
 #[derive(Parser, Debug)]
@@ -282,7 +282,7 @@ fn human(v: f64) -> String {
 }
 
 /// `-v`: what was read, on stderr (perf's `perf report -D`-style counts).
-fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::deferred::StitchStats) {
+fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::StitchStats) {
     use perf_data::record::kind;
     let total: u64 = st.by_type.iter().map(|(_, n)| n).sum();
     eprintln!("pstitch: {name}: {total} records");
@@ -308,7 +308,7 @@ fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::
 }
 
 /// The filters that need no knowledge of the input.
-fn parse_filters(args: &ScriptArgs, f: &mut Filters) -> Result<(), String> {
+fn parse_filters(args: &ScriptArgs, f: &mut SampleFilter) -> Result<(), String> {
     if let Some(c) = &args.comms {
         f.comms = Some(filter::parse_list(c));
     }
@@ -333,6 +333,7 @@ fn say(err: &mut dyn Write, args: std::fmt::Arguments<'_>) {
 /// What the options say, checked before the input is opened.
 struct Prepared {
     opts: ScriptOptions,
+    session: SessionOptions,
     config: SymbolConfig,
 }
 
@@ -341,13 +342,13 @@ fn prepare(args: &ScriptArgs, err: &mut dyn Write) -> Result<Prepared, u8> {
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,
         max_stack: args.max_stack,
-        merge_callchains: !args.no_merge_callchains,
         show_task_events: args.show_task_events,
         show_mmap_events: args.show_mmap_events,
         show_lost_events: args.show_lost_events,
         ..Default::default()
     };
-    if let Err(e) = parse_filters(args, &mut opts.filters) {
+    let mut session = SessionOptions { no_merge_callchains: args.no_merge_callchains, ..Default::default() };
+    if let Err(e) = parse_filters(args, &mut session.filter) {
         say(err, format_args!("{e}"));
         return Err(EXIT_USAGE);
     }
@@ -369,7 +370,7 @@ fn prepare(args: &ScriptArgs, err: &mut dyn Write) -> Result<Prepared, u8> {
         inline: !args.no_inline,
         full_source_path: args.full_source_path,
     };
-    Ok(Prepared { opts, config })
+    Ok(Prepared { opts, session, config })
 }
 
 /// `pstitch script`: opens the input and prints it to `out`; messages go
@@ -454,7 +455,7 @@ pub fn run_input<W: Write + Send + 'static>(args: &ScriptArgs, name: &str, input
 }
 
 fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared, source: Source<'_>, mut input: Input, mut out: W, err: &mut dyn Write) -> u8 {
-    let Prepared { mut opts, config } = prepared;
+    let Prepared { opts, session: mut session_opts, config } = prepared;
     let name = source.name;
     let (evlist, features, warnings) = input.take_header();
     if args.header || args.header_only {
@@ -492,7 +493,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
             return EXIT_USAGE;
         }
         match filter::parse_time(t, first, last) {
-            Ok(r) => opts.filters.time = r,
+            Ok(r) => session_opts.filter.time = r,
             Err(e) => {
                 say(err, format_args!("{e}"));
                 return EXIT_USAGE;
@@ -507,7 +508,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     if evlist.evsels.iter().any(|e| !e.attr.has(perf_data::attr::flag::EXCLUDE_KERNEL)) {
         symbolizer.read_kallsyms_ahead();
     }
-    if opts.filters.cpus.is_some() {
+    if session_opts.filter.cpus.is_some() {
         // perf requires CPU in the first event of every type.
         let mut seen = std::collections::BTreeSet::new();
         let lacking = evlist
@@ -537,32 +538,22 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
             return EXIT_USAGE;
         }
     }
-    let mut session = Session::new(input.records(), evlist, features, pipe);
-    session.limits = source.limits;
+    session_opts.limits = source.limits;
+    let mut session = Session::new(input.records(), evlist, features, pipe, session_opts);
     if let Some(mut p) = source.progress {
         session.set_progress(move |pr| p.update(pr));
     }
-    let mut feature_warnings = Vec::new();
-    let result = if pipe && (args.header || args.show_info) {
+    if pipe && (args.header || args.show_info) {
         // perf prints pipe-mode features as they arrive.
-        let mut tool = header::WithFeatures {
-            inner: &mut *script,
-            write: |s: &mut Script, text: &[u8]| s.write_through(text),
-            stream: header::FeatureStream::new(args.show_info, header::Pmus::system()),
-            warnings: Vec::new(),
-        };
-        let r = session.run(&mut tool);
-        feature_warnings = tool.warnings;
-        r
-    } else {
-        session.run(&mut *script)
-    };
+        script.print_features(header::FeatureStream::new(args.show_info, header::Pmus::system()));
+    }
+    let result = session.run(&mut *script);
     let flushed = script.flush();
     // `pstitch script ... | head`: the reader has gone, so has our audience.
     if result.as_ref().is_err_and(|e| e.is_broken_pipe()) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
         return EXIT_OK;
     }
-    for w in feature_warnings.into_iter().chain(session.warnings.messages()) {
+    for w in std::mem::take(&mut script.feature_warnings).into_iter().chain(session.warnings.messages()) {
         say(err, format_args!("pstitch: {name}: warning: {w}"));
     }
     let stats = &session.stats;
@@ -578,21 +569,21 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     if stats.lost_samples > 0 {
         say(err, format_args!("pstitch: {name}: warning: {} samples were lost (PERF_RECORD_LOST_SAMPLES)", stats.lost_samples));
     }
-    if script.machine.forks_without_maps > 0 {
+    if session.machine.forks_without_maps > 0 {
         say(
             err,
             format_args!(
                 "pstitch: {name}: warning: {} forked processes did not inherit their parent's maps: {} map entries had been copied already (the limit)",
-                script.machine.forks_without_maps, script.machine.fork_maps_copied
+                session.machine.forks_without_maps, session.machine.fork_maps_copied
             ),
         );
     }
     if args.verbose > 0 {
-        print_stats(name, &session.stats, &script.stitch_stats());
+        print_stats(name, &session.stats, &session.stitch_stats());
         let reading = crate::script::thread_cpu();
         say(err, format_args!("  CPU time: {:.2} s reading, {:.2} s printing", reading.as_secs_f64(), script.printer_cpu().as_secs_f64()));
     }
-    let st = script.stitch_stats();
+    let st = session.stitch_stats();
     if st.flushed + st.unmerged + st.unmatched_records > 0 {
         say(
             err,

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use pstitch_fixtures::defer::{DeferOptions, convert};
 use pstitch::perf_data::Input;
 use pstitch::perf_data::attr::{flag, sample_type};
-use pstitch::perf_data::record::{DeferredCallchainRecord, kind};
+use pstitch::perf_data::record::kind;
 use pstitch::perf_data::FileBytes;
 use pstitch::error::Result;
-use pstitch::session::{Context, Event, Session, Tool};
+use pstitch::session::{Context, DeferredEvent, Event, SampleEvent, Session, SessionOptions, Tool};
 
 const USER: u64 = (-512i64) as u64;
 const KERNEL: u64 = (-128i64) as u64;
@@ -31,27 +31,37 @@ struct Seen {
     defer_output: Vec<bool>,
 }
 
-impl Tool for Seen {
-    fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
+impl Seen {
+    fn attrs(&mut self, cx: &Context<'_>) {
         if self.defer_callchain.is_empty() {
-            for e in &ctx.evlist.evsels {
+            for e in &cx.evlist.evsels {
                 self.defer_callchain.push(e.attr.has(flag::DEFER_CALLCHAIN));
                 self.defer_output.push(e.attr.has(flag::DEFER_OUTPUT));
             }
         }
-        match ev.record.header.type_ {
-            kind::SAMPLE => {
-                let s = ev.sample.unwrap();
-                self.samples.insert((s.tid, s.time), s.callchain.map(|c| c.iter().collect()).unwrap_or_default());
-            }
-            kind::CALLCHAIN_DEFERRED => {
-                let trailer = ctx.evlist.evsels[ev.evsel].attr.id_hdr_size();
-                let d = DeferredCallchainRecord::parse(&ev.record, trailer).unwrap();
-                let prev = self.deferred.insert(d.cookie, (ev.id.tid, ev.id.time, d.ips.iter().collect()));
-                assert!(prev.is_none(), "cookie {:#x} used by two deferred records", d.cookie);
-            }
-            kind::LOST => self.lost += 1,
-            _ => {}
+    }
+}
+
+impl Tool for Seen {
+    fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
+        self.attrs(cx);
+        let s = ev.sample;
+        self.samples.insert((s.tid, s.time), ev.callchain.map(|c| c.to_vec()).unwrap_or_default());
+        Ok(())
+    }
+
+    fn deferred_callchain(&mut self, cx: &mut Context<'_>, ev: &DeferredEvent<'_>) -> Result<()> {
+        self.attrs(cx);
+        let d = &ev.deferred;
+        let prev = self.deferred.insert(d.cookie, (ev.id.tid, ev.id.time, d.ips.iter().collect()));
+        assert!(prev.is_none(), "cookie {:#x} used by two deferred records", d.cookie);
+        Ok(())
+    }
+
+    fn record(&mut self, cx: &mut Context<'_>, ev: &Event<'_>) -> Result<()> {
+        self.attrs(cx);
+        if ev.record.header.type_ == kind::LOST {
+            self.lost += 1;
         }
         Ok(())
     }
@@ -61,7 +71,9 @@ fn read(bytes: Vec<u8>) -> Seen {
     let mut input = Input::from_bytes(FileBytes::Owned(bytes)).unwrap();
     let (evlist, features, _) = input.take_header();
     let pipe = input.pipe;
-    let mut session = Session::new(input.records(), evlist, features, pipe);
+    // Unmerged: the samples and the deferred records as the file has them.
+    let options = SessionOptions { no_merge_callchains: true, ..Default::default() };
+    let mut session = Session::new(input.records(), evlist, features, pipe, options);
     let mut seen = Seen::default();
     session.run(&mut seen).unwrap();
     seen

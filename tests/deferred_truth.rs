@@ -18,8 +18,7 @@ use std::process::Command;
 
 use pstitch::perf_data::Input;
 use pstitch::error::Result;
-use pstitch::perf_data::record::{DeferredCallchainRecord, kind};
-use pstitch::session::{Context, Event, Session, Tool};
+use pstitch::session::{Context, DeferredEvent, SampleEvent, Session, SessionOptions, Tool};
 
 type Key = (i64, String);
 
@@ -63,23 +62,18 @@ struct Cookies {
 }
 
 impl Tool for Cookies {
-    fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
-        match ev.record.header.type_ {
-            kind::SAMPLE => {
-                let s = ev.sample.expect("sample");
-                let chain: Vec<u64> = s.callchain.expect("callchain").iter().collect();
-                if chain.len() >= 2 && chain[chain.len() - 2] == (-640i64) as u64 {
-                    let time = format!("{}.{:09}", s.time / 1_000_000_000, s.time % 1_000_000_000);
-                    self.of_sample.insert((s.tid as i64, time), chain[chain.len() - 1]);
-                }
-            }
-            kind::CALLCHAIN_DEFERRED => {
-                let trailer = ctx.evlist.evsels[ev.evsel].attr.id_hdr_size();
-                let d = DeferredCallchainRecord::parse(&ev.record, trailer).expect("deferred record");
-                self.with_record.insert(d.cookie);
-            }
-            _ => {}
+    fn sample(&mut self, _cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
+        let s = ev.sample;
+        let chain = ev.callchain.expect("callchain").to_vec();
+        if chain.len() >= 2 && chain[chain.len() - 2] == (-640i64) as u64 {
+            let time = format!("{}.{:09}", s.time / 1_000_000_000, s.time % 1_000_000_000);
+            self.of_sample.insert((s.tid as i64, time), chain[chain.len() - 1]);
         }
+        Ok(())
+    }
+
+    fn deferred_callchain(&mut self, _cx: &mut Context<'_>, ev: &DeferredEvent<'_>) -> Result<()> {
+        self.with_record.insert(ev.deferred.cookie);
         Ok(())
     }
 }
@@ -88,7 +82,8 @@ fn cookies(perf_data: &Path) -> Cookies {
     let mut input = Input::open(perf_data).expect("open");
     let (evlist, features, _) = input.take_header();
     let pipe = input.pipe;
-    let mut session = Session::new(input.records(), evlist, features, pipe);
+    let options = SessionOptions { no_merge_callchains: true, ..Default::default() };
+    let mut session = Session::new(input.records(), evlist, features, pipe, options);
     let mut c = Cookies::default();
     session.run(&mut c).expect("read");
     c

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use pstitch::perf_data::Input;
 use pstitch::error::Result;
 use pstitch::perf_data::record::kind;
-use pstitch::session::{Context, Event, Session, Tool};
+use pstitch::session::{Context, Event, SampleEvent, Session, Tool};
 
 #[derive(Default)]
 struct Watch {
@@ -23,7 +23,7 @@ struct Watch {
 }
 
 impl Tool for Watch {
-    fn lookahead(&mut self, _ctx: &Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
+    fn lookahead(&mut self, _cx: &mut Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
         self.calls += 1;
         let mut samples = 0;
         for (_, bytes) in records {
@@ -35,10 +35,13 @@ impl Tool for Watch {
         self.first_look.get_or_insert((samples, self.delivered_samples));
     }
 
-    fn event(&mut self, _ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
-        if ev.record.header.type_ == kind::SAMPLE {
-            self.delivered_samples += 1;
-        }
+    fn sample(&mut self, _cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
+        self.delivered_samples += 1;
+        self.seen.entry(ev.record.bytes.as_ptr() as usize).or_default().1 = true;
+        Ok(())
+    }
+
+    fn record(&mut self, _cx: &mut Context<'_>, ev: &Event<'_>) -> Result<()> {
         self.seen.entry(ev.record.bytes.as_ptr() as usize).or_default().1 = true;
         Ok(())
     }
@@ -52,7 +55,7 @@ fn watch(path: &Path) -> Watch {
     let mut input = Input::open(path).expect("open");
     let (evlist, features, _) = input.take_header();
     let pipe = input.pipe;
-    let mut session = Session::new(input.records(), evlist, features, pipe);
+    let mut session = Session::new(input.records(), evlist, features, pipe, Default::default());
     let mut w = Watch::default();
     session.run(&mut w).expect("read");
     w

@@ -57,9 +57,9 @@ pub struct Dso {
 pub struct Dsos {
     list: Vec<Dso>,
     by_name: HashMap<Rc<str>, DsoId>,
-    /// DSOs added or changed since [`Dsos::take_changes`] (for copies of
-    /// the table kept elsewhere).
-    changed: Vec<DsoId>,
+    /// The DSOs added or changed, in order: copies of the table kept
+    /// elsewhere follow it, each with its own position in it.
+    journal: Vec<DsoId>,
 }
 
 /// A DSO entry as plain data, to bring a copy of the table up to date.
@@ -81,19 +81,21 @@ impl Dsos {
         let name: Rc<str> = name.into();
         self.list.push(Dso { name: name.clone(), kind, build_id: None, ref_reloc: None });
         self.by_name.insert(name, id);
-        self.changed.push(id);
+        self.journal.push(id);
         id
     }
 
-    /// Whether entries were added or changed since the last
-    /// [`Dsos::take_changes`].
-    pub fn has_changes(&self) -> bool {
-        !self.changed.is_empty()
+    /// How many additions and changes the table has seen: a copy that has
+    /// applied the updates up to here is current.
+    #[inline]
+    pub fn journal_len(&self) -> usize {
+        self.journal.len()
     }
 
-    /// The entries added or changed since the last call, as they are now.
-    pub fn take_changes(&mut self) -> Vec<DsoUpdate> {
-        let mut ids = std::mem::take(&mut self.changed);
+    /// The entries added or changed since the journal was `from` long, as
+    /// they are now.
+    pub fn updates_since(&self, from: usize) -> Vec<DsoUpdate> {
+        let mut ids = self.journal.get(from..).unwrap_or_default().to_vec();
         ids.sort_unstable();
         ids.dedup();
         ids.into_iter()
@@ -117,7 +119,6 @@ impl Dsos {
         let d = &mut self.list[id as usize];
         d.build_id = u.build_id;
         d.ref_reloc = u.ref_reloc.map(|(n, a)| (n.into(), a));
-        self.changed.clear();
     }
 
     pub fn find(&self, name: &str) -> Option<DsoId> {
@@ -129,13 +130,16 @@ impl Dsos {
     }
 
     pub fn set_build_id(&mut self, id: DsoId, build_id: Vec<u8>) {
-        self.list[id as usize].build_id = Some(build_id);
-        self.changed.push(id);
+        let d = &mut self.list[id as usize];
+        if d.build_id.as_deref() != Some(&build_id[..]) {
+            d.build_id = Some(build_id);
+            self.journal.push(id);
+        }
     }
 
     pub fn set_ref_reloc(&mut self, id: DsoId, name: &str, addr: u64) {
         self.list[id as usize].ref_reloc = Some((name.into(), addr));
-        self.changed.push(id);
+        self.journal.push(id);
     }
 
     pub fn len(&self) -> usize {

@@ -37,7 +37,7 @@ use perf_data::bytes::find_byte;
 use super::output::{LoadRequest, Other};
 use super::{Script, context, format};
 use crate::machine::maps::{DsoId, Map};
-use crate::machine::{CpuMode, Dsos};
+use crate::machine::{CpuMode, Dsos, Machine};
 use crate::symbols::{Symbol, Symbolizer};
 
 /// One address to print, as the reading side resolved it.
@@ -65,7 +65,7 @@ impl Script {
     /// Context markers switch the address space; an unknown marker makes
     /// perf discard what it resolved and print an empty callchain.
     /// `ty`: the output type whose `ip_opts` apply.
-    pub(super) fn print_callchain(&mut self, tid: i32, chain: impl Iterator<Item = u64> + Clone, ty: usize, cookie: Option<u64>) {
+    pub(super) fn print_callchain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone, ty: usize, cookie: Option<u64>) {
         let max = self.opts.max_stack;
         // perf stops at max_stack entries: markers past them are not seen.
         let mut seen = 0;
@@ -82,7 +82,7 @@ impl Script {
         let code = line_code(self.ip_opts[ty], LineStyle::Callchain, false);
         let mut mode = CpuMode::User;
         let mut seen = 0;
-        let epoch = self.machine.epoch();
+        let epoch = machine.epoch();
         let mut found = self.recent_maps.take(tid, epoch);
         // The mode whose front map the entry before was in.
         let mut last_front: Option<CpuMode> = None;
@@ -110,31 +110,31 @@ impl Script {
             let map = match found.get(mode, ip) {
                 Some(known) => known,
                 None => {
-                    let m = self.find_map_or_gap(tid, mode, ip);
+                    let m = self.find_map_or_gap(machine, tid, mode, ip);
                     found.add(mode, m)
                 }
             };
             // get and add leave a map they return at the front.
             last_front = map.is_some().then_some(mode);
-            self.frame_line(ip, map, code);
+            self.frame_line(machine, ip, map, code);
         }
         // A kernel map resized on the way changed the epoch; `found`
         // already forgot what that could change.
-        self.recent_maps.keep(tid, self.machine.epoch(), found);
+        self.recent_maps.keep(tid, machine.epoch(), found);
     }
 
     /// Leaves a line for the printing side.
-    pub(super) fn frame(&mut self, job: FrameJob) {
-        self.frame_line(job.ip, job.map.as_ref(), job.code());
+    pub(super) fn frame(&mut self, machine: &Machine, job: FrameJob) {
+        self.frame_line(machine, job.ip, job.map.as_ref(), job.code());
     }
 
     /// [`Script::frame`] for a job in parts, after telling the printing
     /// side about DSOs that appeared or changed since the last one.
     #[inline]
-    fn frame_line(&mut self, ip: u64, map: Option<&Map>, code: u8) {
-        self.sync_dsos();
+    fn frame_line(&mut self, machine: &Machine, ip: u64, map: Option<&Map>, code: u8) {
+        self.sync_dsos(machine);
         if let Some(m) = map {
-            self.ship_symbols(m);
+            self.ship_symbols(machine, m);
         }
         self.out.frame(self.buf.len(), ip, map, code);
     }
@@ -142,7 +142,7 @@ impl Script {
     /// Loads the symbols of `map`'s DSO the first time a line needs them
     /// and hands them to the printer. The kernel's stay here too when
     /// tracepoint text resolves kernel addresses (`%pS`).
-    fn ship_symbols(&mut self, map: &Map) {
+    fn ship_symbols(&mut self, machine: &Machine, map: &Map) {
         let i = map.dso as usize;
         if self.shipped.len() <= i {
             self.shipped.resize(i + 1, false);
@@ -151,22 +151,25 @@ impl Script {
             return;
         }
         self.shipped[i] = true;
-        let dso = self.machine.dsos.get(map.dso);
+        let dso = machine.dsos.get(map.dso);
         if Symbolizer::loads_from_file(dso.kind) {
             self.out.load(self.buf.len(), map.dso, LoadRequest::of(dso));
             return;
         }
         let keep = self.trace_resolver && dso.kind == crate::machine::DsoKind::Kernel;
-        let shipped = self.symbolizer.ship(&self.machine.dsos, map.dso, Some(map), keep);
+        let shipped = self.symbolizer.ship(&machine.dsos, map.dso, Some(map), keep);
         self.out.other(self.buf.len(), Other::Loaded(map.dso, Box::new(shipped)));
     }
 
     /// Tells the printing side about DSOs that appeared or changed.
-    pub(super) fn sync_dsos(&mut self) {
-        if self.machine.dsos.has_changes() {
-            for u in self.machine.dsos.take_changes() {
+    #[inline]
+    pub(super) fn sync_dsos(&mut self, machine: &Machine) {
+        let journal = machine.dsos.journal_len();
+        if journal != self.dso_journal {
+            for u in machine.dsos.updates_since(self.dso_journal) {
                 self.out.other(self.buf.len(), Other::Dso(Box::new(u)));
             }
+            self.dso_journal = journal;
         }
     }
 }

@@ -12,9 +12,8 @@
 
 
 use super::{Script, format};
-use perf_data::evlist::Evlist;
-use perf_data::record::{CommRecord, LostRecord, MmapRecord, Record, TaskRecord, kind, misc};
-use perf_data::sample::SampleId;
+use crate::session::{Context, Event};
+use perf_data::record::{CommRecord, LostRecord, MmapRecord, TaskRecord, kind, misc};
 
 const PROT_READ: u32 = 1;
 const PROT_WRITE: u32 = 2;
@@ -26,18 +25,10 @@ impl Script {
     /// whose comm is printed; `time` stands in for the sample_id time when
     /// the event has none.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn print_side_band(
-        &mut self,
-        evlist: &Evlist,
-        evsel: usize,
-        rec: &Record<'_>,
-        id: &SampleId,
-        pid: i32,
-        tid: i32,
-        time: u64,
-        trailer: usize,
-    ) {
-        let attr = &evlist.evsels[evsel].attr;
+    pub(super) fn print_side_band(&mut self, cx: &mut Context<'_>, ev: &Event<'_>, pid: i32, tid: i32, time: u64) {
+        let (evsel, rec, id) = (ev.evsel, &ev.record, &ev.id);
+        let trailer = cx.evlist.evsels[evsel].attr.id_hdr_size();
+        let attr = &cx.evlist.evsels[evsel].attr;
         let mut s = *id;
         if !attr.sample_id_all() {
             s.cpu = 0;
@@ -45,10 +36,10 @@ impl Script {
             s.pid = pid;
             s.tid = tid;
         }
-        if self.filters.skip_cpu(s.cpu) {
+        if cx.filter.skip_cpu(s.cpu) {
             return;
         }
-        let comm = if tid != -1 { self.machine.findnew_thread(pid, tid).comm() } else { ":-1".into() };
+        let comm = if tid != -1 { cx.machine.findnew_thread(pid, tid).comm() } else { ":-1".into() };
         let ty = super::fields::output_type(attr);
         let fields = self.opts.fields.types[ty].fields;
         let unpadded = fields & super::f::IP != 0

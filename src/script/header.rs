@@ -36,8 +36,6 @@ use perf_data::bytes::{Endian, until_nul};
 use perf_data::evlist::Evlist;
 use perf_data::features::Features;
 use perf_data::header::FileHeader;
-use crate::error::{Error, Result};
-use crate::session::{Context, Event, Tool};
 
 /// perf 7.2's `HEADER_LAST_FEATURE`: feature bits at or above it are unknown.
 pub const LAST_FEATURE: u32 = 35;
@@ -1800,49 +1798,6 @@ impl FeatureStream {
             let _ = write!(out, "# {}", op.name);
         }
         Ok(())
-    }
-}
-
-/// A [`Tool`] that prints pipe-mode features as they arrive and hands
-/// everything to the wrapped tool. `write` prints feature text through the
-/// wrapped tool's output, after what it printed before (and flushes it).
-pub struct WithFeatures<'t, T: Tool, F: FnMut(&mut T, &[u8]) -> std::io::Result<()>> {
-    pub inner: &'t mut T,
-    pub write: F,
-    pub stream: FeatureStream,
-    pub warnings: Vec<String>,
-}
-
-impl<T: Tool, F: FnMut(&mut T, &[u8]) -> std::io::Result<()>> Tool for WithFeatures<'_, T, F> {
-    fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
-        self.inner.event(ctx, ev)
-    }
-
-    fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<()> {
-        self.inner.attr_added(evlist, idx)
-    }
-
-    fn tracing_data(&mut self, data: &[u8]) {
-        self.inner.tracing_data(data)
-    }
-
-    fn feature(&mut self, ctx: &Context<'_>, bit: u64, payload: &[u8]) -> Result<()> {
-        let mut text = Vec::new();
-        if let Err(w) = self.stream.feature(&mut text, bit, payload, ctx.endian, ctx.evlist) {
-            self.warnings.push(w);
-        }
-        if !text.is_empty() {
-            (self.write)(self.inner, &text).map_err(Error::Output)?;
-        }
-        self.inner.feature(ctx, bit, payload)
-    }
-
-    fn finish(&mut self, ctx: &Context<'_>) -> Result<()> {
-        self.inner.finish(ctx)
-    }
-
-    fn lookahead(&mut self, ctx: &Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
-        self.inner.lookahead(ctx, records)
     }
 }
 

@@ -16,24 +16,17 @@ mod output;
 mod prefetch;
 pub use output::thread_cpu;
 pub mod fields;
-pub mod filter;
 pub mod format;
 pub mod header;
 
 use std::io::Write;
-use std::rc::Rc;
 
-use crate::machine::{Comm, CpuMode, Machine, Map};
+use crate::machine::{CpuMode, Machine, Map};
 use perf_data::attr::{Attr, event_type, sample_type as st};
-use perf_data::bytes::U64Array;
 use perf_data::evlist::Evlist;
-use perf_data::attr::flag;
-use perf_data::record::{CommRecord, DeferredCallchainRecord, MmapRecord, TaskRecord, kind};
-use perf_data::sample::{Sample, SampleId};
+use perf_data::record::kind;
 use crate::error::{Error, Result};
-use perf_data::Error as Damaged;
-use crate::session::deferred::{StitchStats, Stitcher};
-use crate::session::{Context, Event, Tool};
+use crate::session::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
 use crate::symbols::Symbolizer;
 use crate::tracepoint::TracingData;
 
@@ -52,10 +45,6 @@ pub struct ScriptOptions {
     /// `-G` turns callchains off.
     pub hide_call_graph: bool,
     pub max_stack: usize,
-    /// Merge deferred user callchains into their samples (perf's default);
-    /// otherwise print them as DEFERRED CALLCHAIN blocks.
-    pub merge_callchains: bool,
-    pub filters: filter::Filters,
     /// `--show-task-events`: print COMM, FORK and EXIT records.
     pub show_task_events: bool,
     /// `--show-mmap-events`: print MMAP and MMAP2 records.
@@ -71,8 +60,6 @@ impl Default for ScriptOptions {
             nanosecs: false,
             hide_call_graph: false,
             max_stack: DEFAULT_MAX_STACK,
-            merge_callchains: true,
-            filters: filter::Filters::default(),
             show_task_events: false,
             show_mmap_events: false,
             show_lost_events: false,
@@ -80,30 +67,12 @@ impl Default for ScriptOptions {
     }
 }
 
-/// Where a printed sample's callchain comes from.
-#[derive(Clone, Copy)]
-enum Chain<'c> {
-    /// The sample's own.
-    Sample,
-    /// A merged one (kernel part + deferred user ips).
-    Merged(&'c [u64]),
-}
-
-/// The comm and deferred state a sample is printed with.
-#[derive(Clone)]
-struct PrintAs {
-    /// The comm to print instead of the thread's current one.
-    comm: Option<Comm>,
-    /// perf's `deferred_cookie` while `deferred_callchain` is set: frames
-    /// with this ip print as `(cookie)`.
-    cookie: Option<u64>,
-}
-
-/// The `perf script` tool: keeps the machine current and prints samples.
+/// The `perf script` tool: prints what the session delivers.
 pub struct Script {
     opts: ScriptOptions,
-    pub machine: Machine,
     pub symbolizer: Symbolizer,
+    /// How much of the machine's DSO journal the printing side has seen.
+    dso_journal: usize,
     /// DSOs whose symbols went to the printer (by DSO id).
     shipped: Vec<bool>,
     /// What the last callchains' lookups found (see [`callchain::RecentMaps`]).
@@ -119,10 +88,7 @@ pub struct Script {
     ip_opts: [IpOpts; fields::NR_TYPES],
     name_width: Option<usize>,
     heads: heads::Heads,
-    stitcher: Stitcher,
-    merged: Vec<u64>,
     endian: perf_data::bytes::Endian,
-    filters: filter::Filters,
     /// Event formats from the tracing data, for tracepoint samples.
     tracing: Option<TracingData>,
     /// perf resolves `%pS` in trace output only when the tracing data was
@@ -132,16 +98,19 @@ pub struct Script {
     /// far (kept up to date so each HEADER_ATTR costs O(1)).
     attr_types_seen: std::collections::HashSet<u32>,
     combined_sample_type: u64,
+    /// Pipe mode with `--header`/`-I`: features are printed as they
+    /// arrive, and what could not be printed is said afterwards.
+    features: Option<header::FeatureStream>,
+    pub feature_warnings: Vec<String>,
 }
 
 impl Script {
     /// Starts the printer thread (see [`output`]) writing to `out`.
     pub fn new<W: Write + Send + 'static>(opts: ScriptOptions, symbolizer: Symbolizer, out: W) -> Script {
         let use_callchain = !opts.hide_call_graph;
-        let filters = opts.filters.clone();
         Script {
             opts,
-            machine: Machine::new(),
+            dso_journal: 0,
             shipped: Vec::new(),
             recent_maps: Default::default(),
             lookahead_left: prefetch::LOOKAHEAD_SAMPLES,
@@ -153,14 +122,13 @@ impl Script {
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
             heads: heads::Heads::default(),
-            stitcher: Stitcher::default(),
-            merged: Vec::new(),
             endian: perf_data::bytes::Endian::NATIVE,
-            filters,
             tracing: None,
             trace_resolver: false,
             attr_types_seen: Default::default(),
             combined_sample_type: 0,
+            features: None,
+            feature_warnings: Vec::new(),
         }
     }
 
@@ -240,6 +208,11 @@ impl Script {
         Ok(())
     }
 
+    /// Prints pipe-mode features as they arrive (see [`header::FeatureStream`]).
+    pub fn print_features(&mut self, stream: header::FeatureStream) {
+        self.features = Some(stream);
+    }
+
     /// Writes out what is buffered, then `text`, and flushes: for text
     /// printed from outside (pipe-mode header features).
     pub fn write_through(&mut self, text: &[u8]) -> std::io::Result<()> {
@@ -277,29 +250,18 @@ impl Script {
     }
 
     /// Prints one sample.
-    fn print_sample(&mut self, evlist: &Evlist, evsel: usize, misc: u16, s: &Sample<'_>, chain: Chain<'_>, how: &PrintAs) -> Result<()> {
-        let ev = &evlist.evsels[evsel];
-        let attr = &ev.attr;
+    fn print_sample(&mut self, machine: &mut Machine, evlist: &Evlist, ev: &SampleEvent<'_>) -> Result<()> {
+        let (evsel, misc, s) = (ev.evsel, ev.record.header.misc, ev.sample);
+        let event = &evlist.evsels[evsel];
+        let attr = &event.attr;
         let ty = output_type(attr);
         let fields = self.opts.fields.types[ty].fields;
         if fields == 0 {
             return Ok(());
         }
         let ip_opts = self.ip_opts[ty];
-        if self.filters.skip_time(s.time) || self.filters.skip_cpu(s.cpu) {
-            return Ok(());
-        }
-        // perf resolves the thread at printing time (creating it if needed).
-        let (current, pid) = {
-            let t = self.machine.findnew_thread(s.pid, s.tid);
-            (t.comm(), t.pid)
-        };
-        let comm = how.comm.clone().unwrap_or(current);
-        if self.filters.skip_thread(&comm, pid, s.tid) {
-            return Ok(());
-        }
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
-        self.print_start(fields, &comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
+        self.print_start(fields, ev.comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
 
         if fields & (f::PERIOD | f::EVNAME) != 0 && !self.heads.tail(&mut self.buf, fields, s.period, evsel) {
             let from = self.buf.len();
@@ -309,7 +271,7 @@ impl Script {
             }
             if fields & f::EVNAME != 0 {
                 let width = self.name_width(evlist);
-                let name = self.event_name(ev);
+                let name = self.event_name(event);
                 format::pad_left(&mut self.buf, name.as_bytes(), width);
                 self.buf.extend_from_slice(b": ");
             }
@@ -317,7 +279,7 @@ impl Script {
         }
         if fields & f::TRACE != 0
             && let Some(raw) = s.raw {
-                self.print_trace(attr, raw);
+                self.print_trace(machine, attr, raw);
             }
         if fields & f::ADDR != 0 {
             format::hex(&mut self.buf, s.addr, 16);
@@ -326,18 +288,18 @@ impl Script {
             format::uint(&mut self.buf, s.weight, 16);
         }
         if fields & f::IP != 0 {
-            match (with_callchain, chain, s.callchain) {
-                (true, Chain::Merged(ips), _) => {
+            match (with_callchain, ev.callchain) {
+                (true, Some(Callchain::Merged(ips))) => {
                     self.buf.push(b'\n');
-                    self.print_callchain(s.tid, ips.iter().copied(), ty, how.cookie);
+                    self.print_callchain(machine, s.tid, ips.iter().copied(), ty, ev.cookie);
                 }
-                (true, Chain::Sample, Some(c)) => {
+                (true, Some(Callchain::Recorded(c))) => {
                     self.buf.push(b'\n');
-                    self.print_callchain(s.tid, c.iter(), ty, how.cookie);
+                    self.print_callchain(machine, s.tid, c.iter(), ty, ev.cookie);
                 }
                 _ => {
                     self.buf.push(b' ');
-                    self.print_ip_line(s.tid, CpuMode::from_misc(misc), s.ip, ip_opts);
+                    self.print_ip_line(machine, s.tid, CpuMode::from_misc(misc), s.ip, ip_opts);
                 }
             }
         }
@@ -358,92 +320,38 @@ impl Script {
 
     /// perf's `process_deferred_sample_event` (--no-merge-callchains): the
     /// record's own comm/tid/cpu/time, then its user frames.
-    fn print_deferred_record(&mut self, evlist: &Evlist, evsel: usize, misc: u16, id: &SampleId, d: &DeferredCallchainRecord<'_>) -> Result<()> {
-        let attr = &evlist.evsels[evsel].attr;
+    fn print_deferred_record(&mut self, machine: &mut Machine, evlist: &Evlist, ev: &DeferredEvent<'_>) -> Result<()> {
+        let (id, misc) = (&ev.id, ev.record.header.misc);
+        let attr = &evlist.evsels[ev.evsel].attr;
         let ty = output_type(attr);
         let fields = self.opts.fields.types[ty].fields;
         if fields == 0 {
             return Ok(());
         }
-        if self.filters.skip_time(id.time) || self.filters.skip_cpu(id.cpu) {
-            return Ok(());
-        }
-        let (comm, pid) = {
-            let t = self.machine.findnew_thread(id.pid, id.tid);
-            (t.comm(), t.pid)
-        };
-        if self.filters.skip_thread(&comm, pid, id.tid) {
-            return Ok(());
-        }
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
-        self.print_start(fields, &comm, id.pid, id.tid, id.cpu, id.time, misc, kind::CALLCHAIN_DEFERRED, with_callchain && fields & f::IP != 0);
+        self.print_start(fields, ev.comm, id.pid, id.tid, id.cpu, id.time, misc, kind::CALLCHAIN_DEFERRED, with_callchain && fields & f::IP != 0);
         self.buf.extend_from_slice(b"DEFERRED CALLCHAIN [cookie: ");
-        format::hex(&mut self.buf, d.cookie, 0);
+        format::hex(&mut self.buf, ev.deferred.cookie, 0);
         self.buf.push(b']');
         if fields & f::IP != 0 {
             if self.use_callchain {
                 self.buf.push(b'\n');
-                self.print_callchain(id.tid, d.ips.iter(), ty, None);
+                self.print_callchain(machine, id.tid, ev.deferred.ips.iter(), ty, None);
             } else {
                 self.buf.push(b' ');
-                self.print_ip_line(id.tid, CpuMode::from_misc(misc), 0, self.ip_opts[ty]);
+                self.print_ip_line(machine, id.tid, CpuMode::from_misc(misc), 0, self.ip_opts[ty]);
             }
         }
         self.buf.push(b'\n');
         self.maybe_flush()
     }
 
-    /// A held sample, delivered now: merged with `ips` when its cookie is
-    /// the deferred record's, else as it is.
-    fn print_held(&mut self, evlist: &Evlist, h: &crate::session::deferred::HeldSample, merge_with: Option<U64Array<'_>>) -> Result<()> {
-        let evsel = h.evsel as usize;
-        let attr = &evlist.evsels[evsel].attr;
-        let e = self.endian;
-        let header = perf_data::record::RecordHeader::parse(&h.bytes, e).expect("held records are whole");
-        let s = Sample::parse(&h.bytes[8..], attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
-        let how_unmerged = PrintAs { comm: Some(h.comm.clone()), cookie: None };
-        match (merge_with, s.callchain) {
-            (Some(ips), Some(chain)) => {
-                // The original entries up to and including the marker (the
-                // cookie dropped), then the user ips. perf keeps the sample
-                // flagged as deferred, so its cookie still names frames.
-                let mut merged = std::mem::take(&mut self.merged);
-                merged.clear();
-                merged.extend(chain.iter().take(chain.len() - 1));
-                merged.extend(ips.iter());
-                let how = PrintAs { comm: Some(h.comm.clone()), cookie: Some(h.cookie) };
-                let r = self.print_sample(evlist, evsel, header.misc, &s, Chain::Merged(&merged), &how);
-                self.merged = merged;
-                r
-            }
-            _ => self.print_sample(evlist, evsel, header.misc, &s, Chain::Sample, &how_unmerged),
-        }
-    }
-
-    /// End of input: what is still held goes out unmerged, in arrival
-    /// order, with its cookie frame.
-    pub fn finish(&mut self, evlist: &Evlist) -> Result<()> {
-        for h in self.stitcher.take_all() {
-            let how = PrintAs { comm: Some(h.comm.clone()), cookie: Some(h.cookie) };
-            let attr = &evlist.evsels[h.evsel as usize].attr;
-            let header = perf_data::record::RecordHeader::parse(&h.bytes, self.endian).expect("whole record");
-            let s = Sample::parse(&h.bytes[8..], attr, self.endian).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
-            self.print_sample(evlist, h.evsel as usize, header.misc, &s, Chain::Sample, &how)?;
-        }
-        Ok(())
-    }
-
-    /// What happened to deferred callchains.
-    pub fn stitch_stats(&self) -> StitchStats {
-        self.stitcher.stats
-    }
-
     /// perf's `event_format__fprintf` for a tracepoint sample's raw data.
-    fn print_trace(&mut self, attr: &Attr, raw: &[u8]) {
+    fn print_trace(&mut self, machine: &Machine, attr: &Attr, raw: &[u8]) {
         if attr.type_ != event_type::TRACEPOINT {
             return;
         }
-        let Script { tracing, machine, symbolizer, buf, trace_resolver, .. } = self;
+        let Script { tracing, symbolizer, buf, trace_resolver, .. } = self;
         let Some(td) = tracing.as_mut() else { return };
         if td.event_for_config(attr.config).is_none() {
             return;
@@ -502,34 +410,26 @@ impl Script {
 
     /// perf's `thread__find_map`: a kernel map is loaded when first used,
     /// which resizes it to its symbols.
-    fn find_map(&mut self, tid: i32, mode: CpuMode, ip: u64) -> Option<Map> {
-        self.find_map_or_gap(tid, mode, ip).ok()
+    fn find_map(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64) -> Option<Map> {
+        self.find_map_or_gap(machine, tid, mode, ip).ok()
     }
 
     /// [`Script::find_map`], or the gap around `ip` (valid until a lookup
     /// finds a map: loading a kernel map resizes it).
-    fn find_map_or_gap(&mut self, tid: i32, mode: CpuMode, ip: u64) -> std::result::Result<Map, (u64, u64)> {
-        let map = self.machine.find_map_or_gap(tid, mode, ip)?;
-        if self.machine.kernel_map_unloaded(&map) {
-            let range = self.symbolizer.kernel_map_range(&self.machine.dsos, map.dso);
-            return Ok(self.machine.fixup_kernel_map(&map, range));
+    fn find_map_or_gap(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64) -> std::result::Result<Map, (u64, u64)> {
+        let map = machine.find_map_or_gap(tid, mode, ip)?;
+        if machine.kernel_map_unloaded(&map) {
+            let range = self.symbolizer.kernel_map_range(&machine.dsos, map.dso);
+            return Ok(machine.fixup_kernel_map(&map, range));
         }
         Ok(map)
     }
 
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
-    fn print_ip_line(&mut self, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
-        let map = self.find_map(tid, mode, ip);
-        self.frame(callchain::FrameJob { ip, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
+    fn print_ip_line(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
+        let map = self.find_map(machine, tid, mode, ip);
+        self.frame(machine, callchain::FrameJob { ip, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
     }
-}
-
-/// The cookie of a sample whose user callchain was deferred: the event has
-/// `defer_callchain` and the callchain ends in `USER_DEFERRED, cookie`.
-fn deferred_cookie(attr: &Attr, s: &Sample<'_>) -> Option<u64> {
-    let chain = s.callchain?;
-    let n = chain.len();
-    (attr.has(flag::DEFER_CALLCHAIN) && n >= 2 && chain.get(n - 2) == Some(context::USER_DEFERRED)).then(|| chain.get(n - 1)).flatten()
 }
 
 /// perf's `get_page_size_name`.
@@ -553,88 +453,35 @@ fn is_dummy(attr: &Attr) -> bool {
 }
 
 impl Tool for Script {
-    fn lookahead(&mut self, ctx: &Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
-        self.prefetch_symbols(ctx, records);
+    fn lookahead(&mut self, cx: &mut Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
+        self.prefetch_symbols(cx, records);
     }
 
-    fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()> {
-        let rec = &ev.record;
-        let trailer = ctx.evlist.evsels[ev.evsel].attr.id_hdr_size();
-        let bad = |what: &str| Damaged::in_record(ev.offset, rec.header.type_, format!("{what} record truncated"));
-        self.endian = ctx.endian;
-        match rec.header.type_ {
-            kind::SAMPLE => {
-                if let Some(s) = ev.sample {
-                    let attr = &ctx.evlist.evsels[ev.evsel].attr;
-                    let cookie = deferred_cookie(attr, s);
-                    match cookie {
-                        Some(c) if self.opts.merge_callchains => {
-                            let comm = match self.machine.thread(s.tid) {
-                                Some(t) => t.comm(),
-                                None => format!(":{}", s.tid).into(),
-                            };
-                            self.stitcher.hold(s.tid, ev.offset, ev.evsel as u32, rec.bytes, comm, c);
-                        }
-                        _ => {
-                            let how = PrintAs { comm: None, cookie };
-                            self.print_sample(ctx.evlist, ev.evsel, rec.header.misc, s, Chain::Sample, &how)?;
-                        }
-                    }
-                }
+    fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
+        self.endian = cx.endian;
+        self.print_sample(cx.machine, cx.evlist, ev)
+    }
+
+    fn deferred_callchain(&mut self, cx: &mut Context<'_>, ev: &DeferredEvent<'_>) -> Result<()> {
+        self.endian = cx.endian;
+        self.print_deferred_record(cx.machine, cx.evlist, ev)
+    }
+
+    fn record(&mut self, cx: &mut Context<'_>, ev: &Event<'_>) -> Result<()> {
+        self.endian = cx.endian;
+        let (pid, tid, time) = match ev.side_band {
+            SideBand::Mmap(m) if self.opts.show_mmap_events => (m.pid, m.tid, 0),
+            SideBand::Comm(c) if self.opts.show_task_events => (c.pid, c.tid, 0),
+            SideBand::Fork(t) | SideBand::Exit(t) if self.opts.show_task_events => (t.pid, t.tid, t.time),
+            // perf script's process_lost_event: the thread of the
+            // sample_id, none without sample_id_all.
+            SideBand::Lost(_) if self.opts.show_lost_events => {
+                if cx.evlist.evsels[ev.evsel].attr.sample_id_all() { (ev.id.pid, ev.id.tid, 0) } else { (-1, -1, 0) }
             }
-            kind::CALLCHAIN_DEFERRED => {
-                let d = DeferredCallchainRecord::parse(rec, trailer).ok_or_else(|| bad("CALLCHAIN_DEFERRED"))?;
-                if self.opts.merge_callchains {
-                    for h in self.stitcher.take_for_record(ev.id.tid, d.cookie) {
-                        let with = (h.cookie == d.cookie).then_some(d.ips);
-                        self.print_held(ctx.evlist, &h, with)?;
-                    }
-                } else {
-                    self.print_deferred_record(ctx.evlist, ev.evsel, rec.header.misc, &ev.id, &d)?;
-                }
-            }
-            kind::MMAP | kind::MMAP2 => {
-                let m = MmapRecord::parse(rec, trailer).ok_or_else(|| bad("MMAP"))?;
-                self.machine.process_mmap(&m, rec.header.type_, rec.header.misc);
-                if self.opts.show_mmap_events {
-                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, m.pid, m.tid, 0, trailer);
-                }
-            }
-            kind::COMM => {
-                let c = CommRecord::parse(rec, trailer).ok_or_else(|| bad("COMM"))?;
-                self.machine.process_comm(&c);
-                if self.opts.show_task_events {
-                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, c.pid, c.tid, 0, trailer);
-                }
-            }
-            kind::FORK => {
-                let t = TaskRecord::parse(rec).ok_or_else(|| bad("FORK"))?;
-                self.machine.process_fork(&t, rec.header.misc);
-                if self.opts.show_task_events {
-                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, t.pid, t.tid, t.time, trailer);
-                }
-            }
-            kind::EXIT => {
-                let t = TaskRecord::parse(rec).ok_or_else(|| bad("EXIT"))?;
-                // perf prints before the exit forgets the thread.
-                if self.opts.show_task_events {
-                    self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, t.pid, t.tid, t.time, trailer);
-                }
-                self.machine.process_exit(&t);
-            }
-            kind::LOST if self.opts.show_lost_events => {
-                // perf script's process_lost_event: the thread of the
-                // sample_id, none without sample_id_all.
-                let (pid, tid) = if ctx.evlist.evsels[ev.evsel].attr.sample_id_all() { (ev.id.pid, ev.id.tid) } else { (-1, -1) };
-                self.print_side_band(ctx.evlist, ev.evsel, rec, &ev.id, pid, tid, 0, trailer);
-            }
-            _ => {}
-        }
+            _ => return Ok(()),
+        };
+        self.print_side_band(cx, ev, pid, tid, time);
         Ok(())
-    }
-
-    fn finish(&mut self, ctx: &Context<'_>) -> Result<()> {
-        Script::finish(self, ctx.evlist)
     }
 
     /// perf script's `process_attr` (pipe mode): check the first event of
@@ -672,16 +519,24 @@ impl Tool for Script {
         Ok(())
     }
 
+    /// Pipe mode: perf prints the features as they arrive (with
+    /// `--header` or `-I`).
+    fn feature(&mut self, cx: &mut Context<'_>, bit: u64, payload: &[u8]) -> Result<()> {
+        let Some(stream) = self.features.as_mut() else { return Ok(()) };
+        let mut text = Vec::new();
+        if let Err(w) = stream.feature(&mut text, bit, payload, cx.endian, cx.evlist) {
+            self.feature_warnings.push(w);
+        }
+        if !text.is_empty() {
+            self.write_through(&text).map_err(Error::Output)?;
+        }
+        Ok(())
+    }
+
     /// perf's `perf_event__process_tracing_data` (pipe mode).
     fn tracing_data(&mut self, data: &[u8]) {
         if let Err(e) = self.load_tracing_data(data, true) {
             eprintln!("pstitch: tracing data: {e}");
         }
-    }
-}
-
-impl Script {
-    pub fn comm_of(&self, tid: i32) -> Option<Rc<str>> {
-        self.machine.thread(tid).map(|t| t.comm())
     }
 }

@@ -26,7 +26,7 @@ use super::fields::{f, output_type};
 use super::output::LoadRequest;
 use super::{Script, context};
 use crate::fasthash::FastMap;
-use crate::machine::{CpuMode, DsoId, DsoKind, dsos};
+use crate::machine::{CpuMode, DsoId, DsoKind, Machine, dsos};
 use perf_data::attr::sample_type as st;
 use perf_data::record::{MmapRecord, Record, RecordHeader, kind};
 use perf_data::sample::Sample;
@@ -69,7 +69,7 @@ impl Script {
     /// See the module doc; `records` as [`crate::session::Tool::lookahead`]
     /// gives them.
     pub(super) fn prefetch_symbols(&mut self, ctx: &Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
-        if self.lookahead_left == 0 || !self.filters.is_empty() || !self.use_callchain {
+        if self.lookahead_left == 0 || !ctx.filter.is_empty() || !self.use_callchain {
             return;
         }
         let records: Vec<(usize, Record<'_>)> = records
@@ -90,7 +90,7 @@ impl Script {
                 let candidate = match candidates.by_file.get(&(m.filename, m.build_id)) {
                     Some(&c) => c,
                     None => {
-                        let c = candidates.add(self.queued_request(m.filename, m.build_id));
+                        let c = candidates.add(self.queued_request(ctx.machine, m.filename, m.build_id));
                         candidates.by_file.insert((m.filename, m.build_id), c);
                         c
                     }
@@ -116,7 +116,7 @@ impl Script {
             for ip in chain.iter() {
                 if ip >= context::MAX {
                     user = ip == context::USER;
-                } else if user && let Some(c) = self.candidate_for(&mut candidates, &queued, s.pid, s.tid, ip) {
+                } else if user && let Some(c) = self.candidate_for(ctx.machine, &mut candidates, &queued, s.pid, s.tid, ip) {
                     candidates.list[c as usize].1 += 1;
                 }
             }
@@ -138,7 +138,7 @@ impl Script {
 
     /// Which candidate the DSO that user-space `ip` of `pid`/`tid` falls
     /// in is: a map still queued, else the thread's map now.
-    fn candidate_for<'a>(&self, candidates: &mut Candidates<'a>, queued: &FastMap<i32, Vec<QueuedMap>>, pid: i32, tid: i32, ip: u64) -> Option<u32> {
+    fn candidate_for<'a>(&self, machine: &Machine, candidates: &mut Candidates<'a>, queued: &FastMap<i32, Vec<QueuedMap>>, pid: i32, tid: i32, ip: u64) -> Option<u32> {
         let in_queue = queued.get(&pid).and_then(|maps| {
             let i = maps.partition_point(|m| m.start <= ip).checked_sub(1)?;
             let m = &maps[i];
@@ -147,12 +147,12 @@ impl Script {
         if in_queue.is_some() {
             return in_queue;
         }
-        let dso = self.machine.find_map(tid, CpuMode::User, ip)?.dso;
+        let dso = machine.find_map(tid, CpuMode::User, ip)?.dso;
         if let Some(&c) = candidates.by_dso.get(&dso) {
             return Some(c);
         }
         let request = (!self.shipped.get(dso as usize).copied().unwrap_or(false))
-            .then(|| LoadRequest::of(self.machine.dsos.get(dso)))
+            .then(|| LoadRequest::of(machine.dsos.get(dso)))
             .filter(|r| self.worth_asking(r));
         let c = candidates.add(request);
         candidates.by_dso.insert(dso, c);
@@ -161,9 +161,9 @@ impl Script {
 
     /// The request for a file a queued MMAP maps, if its symbols are not
     /// loaded or asked for yet.
-    fn queued_request(&self, filename: &[u8], build_id: Option<&[u8]>) -> Option<LoadRequest> {
+    fn queued_request(&self, machine: &Machine, filename: &[u8], build_id: Option<&[u8]>) -> Option<LoadRequest> {
         let long_name = String::from_utf8_lossy(filename).into_owned();
-        if let Some(id) = self.machine.dsos.find(&long_name)
+        if let Some(id) = machine.dsos.find(&long_name)
             && self.shipped.get(id as usize).copied().unwrap_or(false)
         {
             return None;

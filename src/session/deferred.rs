@@ -106,6 +106,7 @@ impl Stitcher {
     }
 
     /// Samples held right now, and the bytes they take.
+    #[cfg(test)]
     pub fn held(&self) -> (u64, usize) {
         (self.held_now, self.held_bytes)
     }

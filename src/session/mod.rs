@@ -1,88 +1,48 @@
 //! The session: reads records from a [`RecordSource`], keeps the event list
 //! and feature data current (pipe mode sends them as records), decompresses
-//! `-z` chunks, orders kernel records by time like perf, and hands each one
-//! to a [`Tool`] in perf's delivery order.
+//! `-z` chunks, orders kernel records by time like perf, keeps the machine
+//! (threads, comms, maps) current, stitches deferred user callchains to
+//! their samples, filters samples, and hands each event to a [`Tool`] in
+//! perf's delivery order.
 //!
 //! ```text
 //! RecordSource ──> process_record ──┬─ user records (>= 64): attrs, features,
 //!                                   │   FINISHED_ROUND (flush), COMPRESSED (recurse)
 //!                                   └─ kernel records: timestamp? ──yes──> OrderedEvents ──┐
-//!                                                          └──no───────────────────────────┴─> Tool::event
+//!                                                          └──no───────────────────────────┤
+//!   deliver <──────────────────────────────────────────────────────────────────────────────┘
+//!     ├─ COMM, FORK, MMAP: Machine takes it in ──> Tool::record     (EXIT: after the tool)
+//!     ├─ SAMPLE with a deferred user callchain: held (Stitcher) ──┐
+//!     ├─ CALLCHAIN_DEFERRED: the thread's held samples, merged ──┴──> filters ──> Tool::sample
+//!     └─ SAMPLE ─────────────────────────────────────────────────────> filters ──> Tool::sample
 //! ```
 
-pub mod deferred;
-pub mod ordered;
+mod deferred;
+pub mod filter;
+mod ordered;
+mod tool;
 
 use std::rc::Rc;
 
-use perf_data::attr::Attr;
+use crate::error::{Error, Result};
+use crate::machine::{Comm, Machine};
+use perf_data::Error as Damaged;
+use perf_data::attr::{Attr, flag};
 use perf_data::bytes::Endian;
 use perf_data::compressed::{self, Decompressor};
 use perf_data::error::Warnings;
 use perf_data::evlist::{Evlist, Evsel, ids_after_attr};
 use perf_data::features::{Features, feat};
-use perf_data::record::{self, DeferredCallchainRecord, HEADER_SIZE, LostRecord, Record, RecordHeader, kind};
-use perf_data::sample::{Sample, SampleId};
-use crate::error::{Error, Result};
-use perf_data::Error as Damaged;
+use perf_data::record::{self, CommRecord, DeferredCallchainRecord, HEADER_SIZE, LostRecord, MmapRecord, Record, RecordHeader, TaskRecord, kind};
+use perf_data::sample::{Sample, SampleId, context};
 use perf_data::{RawRecord, RecordSource};
 
+pub use deferred::StitchStats;
+pub use filter::SampleFilter;
+pub use tool::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
+
+use deferred::{HeldSample, Stitcher};
 use ordered::{OrderedEvents, Queued, RecordBytes};
-
-/// A record delivered to a [`Tool`], with the event that wrote it.
-#[derive(Debug, Clone, Copy)]
-pub struct Event<'r> {
-    /// Input offset of the record (of the compressed chunk it came from, for
-    /// records decoded from one).
-    pub offset: u64,
-    pub record: Record<'r>,
-    pub evsel: usize,
-    /// The decoded sample, for PERF_RECORD_SAMPLE (borrowed: a sample is
-    /// some 170 bytes, and copies of a struct just written stall).
-    pub sample: Option<&'r Sample<'r>>,
-    /// The `sample_id` trailer, for other kernel records.
-    pub id: SampleId,
-}
-
-/// What the session knows while delivering.
-pub struct Context<'s> {
-    pub evlist: &'s Evlist,
-    pub features: &'s Features,
-    pub pipe: bool,
-    pub endian: Endian,
-}
-
-/// The consumer of ordered events (perf's `struct perf_tool`).
-pub trait Tool {
-    /// A kernel record, in delivery order.
-    fn event(&mut self, ctx: &Context<'_>, ev: &Event<'_>) -> Result<()>;
-
-    /// An event was added by a HEADER_ATTR record (pipe mode).
-    fn attr_added(&mut self, _evlist: &Evlist, _idx: usize) -> Result<()> {
-        Ok(())
-    }
-
-    /// Tracing data (HEADER_TRACING_DATA payload) arrived in the stream.
-    fn tracing_data(&mut self, _data: &[u8]) {}
-
-    /// A HEADER_FEATURE record (pipe mode) arrived, after the session
-    /// stored its payload: feature id `bit` and its payload.
-    fn feature(&mut self, _ctx: &Context<'_>, _bit: u64, _payload: &[u8]) -> Result<()> {
-        Ok(())
-    }
-
-    /// All records were delivered (the queue is flushed).
-    fn finish(&mut self, _ctx: &Context<'_>) -> Result<()> {
-        Ok(())
-    }
-
-    /// The records about to be delivered (queued, not yet in order; then,
-    /// in a mapped file, up to [`UPCOMING_MAX`] records after them not
-    /// shown before), as (event index, record bytes): a tool may prepare for
-    /// them, but what it prints must not depend on it. The iterator is
-    /// lazy: a tool that does not look costs nothing.
-    fn lookahead(&mut self, _ctx: &Context<'_>, _records: &mut dyn Iterator<Item = (usize, &[u8])>) {}
-}
 
 /// How many records after the queue [`Tool::lookahead`] may see.
 pub const UPCOMING_MAX: usize = 1 << 16;
@@ -158,6 +118,16 @@ impl Default for Limits {
 /// perf's MAX_NR_CPUS: the CPU bound when the file does not give one.
 const MAX_NR_CPUS: u32 = 4096;
 
+/// How a session delivers.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Deliver deferred user callchains as separate events instead of
+    /// merging them into their samples (`--no-merge-callchains`).
+    pub no_merge_callchains: bool,
+    pub filter: SampleFilter,
+    pub limits: Limits,
+}
+
 /// Reads one input to the end.
 pub struct Session<'a> {
     pub evlist: Evlist,
@@ -166,7 +136,15 @@ pub struct Session<'a> {
     pub stats: Stats,
     /// Warnings, each said once (printed by the caller).
     pub warnings: Warnings,
-    pub limits: Limits,
+    /// Threads, comms and maps, as the records so far made them.
+    pub machine: Machine,
+    limits: Limits,
+    merge_callchains: bool,
+    filter: SampleFilter,
+    /// Samples waiting for their deferred user callchain.
+    stitcher: Stitcher,
+    /// A merged callchain being delivered (its buffer reused).
+    merged: Vec<u64>,
     endian: Endian,
     source: RecordSource<'a>,
     queue: OrderedEvents<'a>,
@@ -194,7 +172,9 @@ pub struct Progress {
 const PROGRESS_EVERY: u64 = 1 << 14;
 
 impl<'a> Session<'a> {
-    pub fn new(source: RecordSource<'a>, evlist: Evlist, features: Features, pipe: bool) -> Session<'a> {
+    /// A session over the records of an input whose header gave `evlist`
+    /// and `features` (empty in pipe mode: they come as records).
+    pub fn new(source: RecordSource<'a>, evlist: Evlist, features: Features, pipe: bool, options: SessionOptions) -> Session<'a> {
         let endian = source.endian();
         let nr_cpus = nr_cpus_avail(&features);
         Session {
@@ -203,7 +183,12 @@ impl<'a> Session<'a> {
             pipe,
             stats: Stats::default(),
             warnings: Warnings::default(),
-            limits: Limits::default(),
+            machine: Machine::new(),
+            limits: options.limits,
+            merge_callchains: !options.no_merge_callchains,
+            filter: options.filter,
+            stitcher: Stitcher::default(),
+            merged: Vec::new(),
             endian,
             source,
             queue: OrderedEvents::default(),
@@ -242,9 +227,37 @@ impl<'a> Session<'a> {
         if flushed.as_ref().is_err_and(|e| e.is_broken_pipe()) {
             return flushed;
         }
-        let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
-        let finished = tool.finish(&ctx);
+        let finished = self.finish(tool);
         result.and(flushed).and(finished)
+    }
+
+    /// What became of deferred callchains so far.
+    pub fn stitch_stats(&self) -> StitchStats {
+        self.stitcher.stats
+    }
+
+    /// End of input: samples still held go out unmerged, in arrival order,
+    /// with their cookie frame; then the tool finishes.
+    fn finish(&mut self, tool: &mut dyn Tool) -> Result<()> {
+        for h in self.stitcher.take_all() {
+            let cookie = h.cookie;
+            self.deliver_held(tool, &h, None, Some(cookie))?;
+        }
+        let mut cx = self.parts().0;
+        tool.finish(&mut cx)
+    }
+
+    /// The context a tool sees, and the session's own delivery state.
+    fn parts(&mut self) -> (Context<'_>, &mut Vec<u64>) {
+        let cx = Context {
+            evlist: &self.evlist,
+            features: &self.features,
+            pipe: self.pipe,
+            endian: self.endian,
+            machine: &mut self.machine,
+            filter: &self.filter,
+        };
+        (cx, &mut self.merged)
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -408,29 +421,140 @@ impl<'a> Session<'a> {
                 s.cpu = 0;
             }
         }
-        match t {
-            kind::LOST => {
-                if let Some(l) = LostRecord::parse(&record) {
-                    self.stats.nr_lost_records += 1;
-                    self.stats.lost_events = self.stats.lost_events.saturating_add(l.lost);
-                }
-            }
-            kind::LOST_SAMPLES => {
-                if let Some(l) = LostRecord::parse(&record) {
-                    self.stats.lost_samples = self.stats.lost_samples.saturating_add(l.lost);
-                }
-            }
-            _ => {}
-        }
-        let ev = Event { offset, record, evsel, sample: sample.map(|s| &*s), id };
-        let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
-        tool.event(&ctx, &ev).map_err(|e| match (e, inner) {
-            // A tool's complaint about the record names its chunk only.
+        let delivered = match (t, sample) {
+            (kind::SAMPLE, Some(s)) => self.deliver_sample(tool, offset, evsel, record, s),
+            (kind::CALLCHAIN_DEFERRED, _) => self.deliver_deferred(tool, offset, evsel, record, id, trailer),
+            _ => self.deliver_side_band(tool, offset, evsel, record, id, trailer),
+        };
+        delivered.map_err(|e| match (e, inner) {
+            // A complaint about the record names its chunk only.
             (Error::Input(perf_data::Error::Format(d)), Some(i)) if d.offset == offset && d.inner.is_none() => {
                 Error::Input(perf_data::Error::Format(d).decompressed_at(i))
             }
             (e, _) => e,
         })
+    }
+
+    /// A sample: held if its user callchain comes later and callchains are
+    /// merged, else delivered as it is.
+    fn deliver_sample(&mut self, tool: &mut dyn Tool, offset: u64, evsel: usize, record: Record<'_>, s: &Sample<'_>) -> Result<()> {
+        let cookie = deferred_cookie(&self.evlist.evsels[evsel].attr, s);
+        if let Some(c) = cookie
+            && self.merge_callchains
+        {
+            // perf prints the comm the thread has when the sample finally
+            // goes out; pstitch keeps the one it had when it was taken.
+            let comm = match self.machine.thread(s.tid) {
+                Some(t) => t.comm(),
+                None => format!(":{}", s.tid).into(),
+            };
+            self.stitcher.hold(s.tid, offset, evsel as u32, record.bytes, comm, c);
+            return Ok(());
+        }
+        let callchain = s.callchain.map(Callchain::Recorded);
+        deliver_filtered(tool, self.parts(), offset, evsel, record, s, callchain, None, cookie)
+    }
+
+    /// A CALLCHAIN_DEFERRED record: the held samples of its thread go out,
+    /// merged with it if they carry its cookie (perf 7.2's rule); or, not
+    /// merging, the record itself.
+    fn deliver_deferred(&mut self, tool: &mut dyn Tool, offset: u64, evsel: usize, record: Record<'_>, id: SampleId, trailer: usize) -> Result<()> {
+        let bad = || Damaged::in_record(offset, record.header.type_, "CALLCHAIN_DEFERRED record truncated");
+        let d = DeferredCallchainRecord::parse(&record, trailer).ok_or_else(bad)?;
+        if !self.merge_callchains {
+            let (mut cx, _) = self.parts();
+            if cx.filter.skip_time(id.time) || cx.filter.skip_cpu(id.cpu) {
+                return Ok(());
+            }
+            let (comm, pid) = {
+                let t = cx.machine.findnew_thread(id.pid, id.tid);
+                (t.comm(), t.pid)
+            };
+            if cx.filter.skip_thread(&comm, pid, id.tid) {
+                return Ok(());
+            }
+            return tool.deferred_callchain(&mut cx, &DeferredEvent { offset, evsel, record, id, deferred: d, comm: &comm });
+        }
+        for h in self.stitcher.take_for_record(id.tid, d.cookie) {
+            if h.cookie == d.cookie {
+                self.deliver_held(tool, &h, Some(d), Some(h.cookie))?;
+            } else {
+                // Another cookie: unmerged, and its cookie entry is an
+                // unknown address rather than `(cookie)`.
+                self.deliver_held(tool, &h, None, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A held sample, delivered now: merged with `d`'s user ips, or as it
+    /// is, with the comm it had when it was taken.
+    fn deliver_held(&mut self, tool: &mut dyn Tool, h: &HeldSample, d: Option<DeferredCallchainRecord<'_>>, cookie: Option<u64>) -> Result<()> {
+        let evsel = h.evsel as usize;
+        let e = self.endian;
+        let (cx, merged) = self.parts();
+        let attr = &cx.evlist.evsels[evsel].attr;
+        let record = Record { header: RecordHeader::parse(&h.bytes, e).ok_or_else(|| Damaged::in_record(h.offset, kind::SAMPLE, "held record truncated"))?, bytes: &h.bytes, endian: e };
+        let s = Sample::parse(record.body(), attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
+        let callchain = match (d, s.callchain) {
+            (Some(d), Some(chain)) => {
+                // The original entries up to and including the marker (the
+                // cookie dropped), then the user ips.
+                merged.clear();
+                merged.extend(chain.iter().take(chain.len() - 1));
+                merged.extend(d.ips.iter());
+                Some(Callchain::Merged(merged))
+            }
+            (_, chain) => chain.map(Callchain::Recorded),
+        };
+        deliver_filtered(tool, (cx, &mut Vec::new()), h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
+    }
+
+    /// Any other kernel record: the machine takes it in, the tool sees it.
+    fn deliver_side_band(&mut self, tool: &mut dyn Tool, offset: u64, evsel: usize, record: Record<'_>, id: SampleId, trailer: usize) -> Result<()> {
+        let t = record.header.type_;
+        let bad = |what: &str| Damaged::in_record(offset, t, format!("{what} record truncated"));
+        let misc = record.header.misc;
+        let side_band = match t {
+            kind::MMAP | kind::MMAP2 => {
+                let m = MmapRecord::parse(&record, trailer).ok_or_else(|| bad("MMAP"))?;
+                self.machine.process_mmap(&m, t, misc);
+                SideBand::Mmap(m)
+            }
+            kind::COMM => {
+                let c = CommRecord::parse(&record, trailer).ok_or_else(|| bad("COMM"))?;
+                self.machine.process_comm(&c);
+                SideBand::Comm(c)
+            }
+            kind::FORK => {
+                let f = TaskRecord::parse(&record).ok_or_else(|| bad("FORK"))?;
+                self.machine.process_fork(&f, misc);
+                SideBand::Fork(f)
+            }
+            // perf's tools see the thread before the exit forgets it.
+            kind::EXIT => SideBand::Exit(TaskRecord::parse(&record).ok_or_else(|| bad("EXIT"))?),
+            kind::LOST => match LostRecord::parse(&record) {
+                Some(l) => {
+                    self.stats.nr_lost_records += 1;
+                    self.stats.lost_events = self.stats.lost_events.saturating_add(l.lost);
+                    SideBand::Lost(l)
+                }
+                None => SideBand::Other,
+            },
+            kind::LOST_SAMPLES => {
+                if let Some(l) = LostRecord::parse(&record) {
+                    self.stats.lost_samples = self.stats.lost_samples.saturating_add(l.lost);
+                }
+                SideBand::Other
+            }
+            _ => SideBand::Other,
+        };
+        let (mut cx, _) = self.parts();
+        tool.record(&mut cx, &Event { offset, evsel, record, id, side_band })?;
+        if let SideBand::Exit(e) = side_band {
+            self.machine.process_exit(&e);
+        }
+        Ok(())
     }
 
     fn deliver_queued(&mut self, tool: &mut dyn Tool, q: &Queued<'_>) -> Result<()> {
@@ -443,19 +567,28 @@ impl<'a> Session<'a> {
     /// spends time on their records. A record of the file is shown once
     /// (the walk goes on where the last one stopped): looking ahead costs
     /// one pass over the file at most, however many flushes there are.
-    fn lookahead(&self, tool: &mut dyn Tool, queue: &OrderedEvents<'_>) {
-        let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: self.endian };
+    fn lookahead(&mut self, tool: &mut dyn Tool, queue: &OrderedEvents<'_>) {
+        let source = &self.source;
+        let mut cx = Context {
+            evlist: &self.evlist,
+            features: &self.features,
+            pipe: self.pipe,
+            endian: self.endian,
+            machine: &mut self.machine,
+            filter: &self.filter,
+        };
+        let (evlist, endian) = (cx.evlist, cx.endian);
         let seen = &self.upcoming_seen;
-        let upcoming = self.source.upcoming(seen.get()).take(UPCOMING_MAX).filter_map(|(after, bytes)| {
+        let upcoming = source.upcoming(seen.get()).take(UPCOMING_MAX).filter_map(|(after, bytes)| {
             seen.set(after);
-            let header = RecordHeader::parse(bytes, self.endian)?;
+            let header = RecordHeader::parse(bytes, endian)?;
             if header.type_ >= kind::USER_TYPE_START {
                 return None;
             }
-            let evsel = self.evlist.evsel_for(&Record { header, bytes, endian: self.endian })?;
+            let evsel = evlist.evsel_for(&Record { header, bytes, endian })?;
             Some((evsel, bytes))
         });
-        tool.lookahead(&ctx, &mut queue.items().map(|q| (q.evsel as usize, &*q.bytes)).chain(upcoming));
+        tool.lookahead(&mut cx, &mut queue.items().map(|q| (q.evsel as usize, &*q.bytes)).chain(upcoming));
     }
 
     fn flush_round(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -520,8 +653,8 @@ impl<'a> Session<'a> {
                         _ => {}
                     }
                 }
-                let ctx = Context { evlist: &self.evlist, features: &self.features, pipe: self.pipe, endian: e };
-                tool.feature(&ctx, feat, payload)?;
+                let mut cx = self.parts().0;
+                tool.feature(&mut cx, feat, payload)?;
             }
             kind::HEADER_TRACING_DATA => {
                 let payload = bytes.get(header.size as usize..).unwrap_or(&[]);
@@ -613,6 +746,43 @@ impl<'a> Session<'a> {
         }
         Ok(())
     }
+}
+
+/// Delivers a sample that passes the filters, with its thread resolved
+/// as perf's `machine__resolve` does (creating it if needed). `held_comm`:
+/// the comm of a sample that was held for its deferred callchain.
+#[allow(clippy::too_many_arguments)]
+fn deliver_filtered(
+    tool: &mut dyn Tool,
+    (mut cx, _): (Context<'_>, &mut Vec<u64>),
+    offset: u64,
+    evsel: usize,
+    record: Record<'_>,
+    s: &Sample<'_>,
+    callchain: Option<Callchain<'_>>,
+    held_comm: Option<&Comm>,
+    cookie: Option<u64>,
+) -> Result<()> {
+    if cx.filter.skip_time(s.time) || cx.filter.skip_cpu(s.cpu) {
+        return Ok(());
+    }
+    let (current, pid) = {
+        let t = cx.machine.findnew_thread(s.pid, s.tid);
+        (t.comm(), t.pid)
+    };
+    let comm = held_comm.unwrap_or(&current);
+    if cx.filter.skip_thread(comm, pid, s.tid) {
+        return Ok(());
+    }
+    tool.sample(&mut cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
+}
+
+/// The cookie of a sample whose user callchain was deferred: the event has
+/// `defer_callchain` and the callchain ends in `USER_DEFERRED, cookie`.
+fn deferred_cookie(attr: &Attr, s: &Sample<'_>) -> Option<u64> {
+    let chain = s.callchain?;
+    let n = chain.len();
+    (attr.has(flag::DEFER_CALLCHAIN) && n >= 2 && chain.get(n - 2) == Some(context::USER_DEFERRED)).then(|| chain.get(n - 1)).flatten()
 }
 
 /// A record's place in the input, for messages: its offset, and for a

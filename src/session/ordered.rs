@@ -101,17 +101,9 @@ impl<'a> OrderedEvents<'a> {
         self.flush_upto(first + (last - first) / 2, deliver)
     }
 
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
     /// The queued records, in no particular order.
     pub fn items(&self) -> impl Iterator<Item = &Queued<'a>> {
         self.items.iter()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
     }
 
     /// FINISHED_ROUND: deliver up to the previous round's horizon, then

@@ -1,4 +1,5 @@
-//! Sample filters: `--comms`, `--pid`, `--tid`, `--cpu` and `--time`.
+//! Sample filters: `--comms`, `--pid`, `--tid`, `--cpu` and `--time`,
+//! applied by the session before a sample reaches a tool.
 //!
 //! perf applies comm/pid/tid filters when it resolves a sample's thread
 //! (with the comm current at that point), the CPU filter to samples and
@@ -14,7 +15,7 @@ pub struct TimeRange {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Filters {
+pub struct SampleFilter {
     pub comms: Option<BTreeSet<String>>,
     pub pids: Option<BTreeSet<i32>>,
     pub tids: Option<BTreeSet<i32>>,
@@ -22,7 +23,7 @@ pub struct Filters {
     pub time: Vec<TimeRange>,
 }
 
-impl Filters {
+impl SampleFilter {
     /// Whether no filter is set.
     pub fn is_empty(&self) -> bool {
         self.comms.is_none() && self.pids.is_none() && self.tids.is_none() && self.cpus.is_none() && self.time.is_empty()
@@ -186,7 +187,7 @@ mod tests {
         assert!(parse_time("1,3 2,4", 0, 0).is_err());
         let r = parse_time("748.1,748.2", 0, 0).unwrap();
         assert_eq!(r, vec![TimeRange { start: Some(748_100_000_000), end: Some(748_200_000_000) }]);
-        let f = Filters { time: r, ..Default::default() };
+        let f = SampleFilter { time: r, ..Default::default() };
         assert!(!f.skip_time(748_150_000_000));
         assert!(f.skip_time(748_250_000_000));
         let open = parse_time(",748.000000123", 0, 0).unwrap();
@@ -199,10 +200,10 @@ mod tests {
 
     #[test]
     fn thread_filters() {
-        let f = Filters { comms: Some(parse_list("a, b")), ..Default::default() };
+        let f = SampleFilter { comms: Some(parse_list("a, b")), ..Default::default() };
         assert!(!f.skip_thread("b", 1, 1));
         assert!(f.skip_thread("c", 1, 1));
-        let f = Filters { tids: Some(parse_int_list("5").unwrap()), cpus: Some(parse_cpu_list("1").unwrap()), ..Default::default() };
+        let f = SampleFilter { tids: Some(parse_int_list("5").unwrap()), cpus: Some(parse_cpu_list("1").unwrap()), ..Default::default() };
         assert!(f.skip_thread("x", 5, 6));
         assert!(f.skip_cpu(0));
         assert!(!f.skip_cpu(u32::MAX));

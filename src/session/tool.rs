@@ -1,0 +1,169 @@
+//! What a tool sees: the [`Tool`] trait (perf's `struct perf_tool`) and
+//! the events the session delivers to it.
+//!
+//! By the time a tool sees an event the session has done perf's part:
+//! records are in perf's delivery order, the machine has taken in the
+//! side-band records (threads, comms, maps), samples have passed the
+//! filters and, with deferred user callchains, carry their merged
+//! callchain. A tool only consumes.
+
+use perf_data::bytes::{Endian, U64Array};
+use perf_data::evlist::Evlist;
+use perf_data::features::Features;
+use perf_data::record::{CommRecord, DeferredCallchainRecord, LostRecord, MmapRecord, Record, TaskRecord};
+use perf_data::sample::{Sample, SampleId};
+
+use super::filter::SampleFilter;
+use crate::error::Result;
+use crate::machine::{Comm, Machine};
+
+/// What the session knows while delivering.
+pub struct Context<'s> {
+    pub evlist: &'s Evlist,
+    pub features: &'s Features,
+    pub pipe: bool,
+    pub endian: Endian,
+    /// Threads, comms and maps as of this event. A tool resolves through
+    /// it (finding a thread may create it, as perf's `machine__resolve`
+    /// does) but never applies records to it: the session does.
+    pub machine: &'s mut Machine,
+    /// The sample filters; samples and deferred callchains arrive
+    /// filtered, side-band records do not (perf filters their printing by
+    /// CPU only).
+    pub filter: &'s SampleFilter,
+}
+
+/// A sample, as a tool should show it.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleEvent<'r> {
+    /// Input offset of the record (of its compressed chunk, for a record
+    /// decoded from one).
+    pub offset: u64,
+    pub evsel: usize,
+    /// The record (its header's `misc` holds the CPU mode).
+    pub record: Record<'r>,
+    pub sample: &'r Sample<'r>,
+    /// The callchain to show: the sample's own, or, for a sample whose
+    /// user part was deferred, the kernel part merged with the user ips of
+    /// its CALLCHAIN_DEFERRED record. `None` if the sample has none.
+    pub callchain: Option<Callchain<'r>>,
+    /// The comm of the sample's thread: the current one, or for a sample
+    /// held for its deferred callchain the one it had when it was taken.
+    pub comm: &'r Comm,
+    /// For a sample whose user callchain was deferred: the cookie, which
+    /// perf shows as `(cookie)` where it appears among the entries.
+    pub cookie: Option<u64>,
+}
+
+/// A callchain to show.
+#[derive(Debug, Clone, Copy)]
+pub enum Callchain<'r> {
+    /// As recorded in the sample.
+    Recorded(U64Array<'r>),
+    /// The kernel part up to and including `PERF_CONTEXT_USER_DEFERRED`,
+    /// then the deferred user ips.
+    Merged(&'r [u64]),
+}
+
+impl Callchain<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Callchain::Recorded(a) => a.len(),
+            Callchain::Merged(m) => m.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entries, context markers included.
+    pub fn to_vec(&self) -> Vec<u64> {
+        match self {
+            Callchain::Recorded(a) => a.iter().collect(),
+            Callchain::Merged(m) => m.to_vec(),
+        }
+    }
+}
+
+/// A CALLCHAIN_DEFERRED record, delivered as such when callchains are not
+/// merged (`--no-merge-callchains`).
+#[derive(Debug, Clone, Copy)]
+pub struct DeferredEvent<'r> {
+    pub offset: u64,
+    pub evsel: usize,
+    pub record: Record<'r>,
+    /// The record's `sample_id`.
+    pub id: SampleId,
+    pub deferred: DeferredCallchainRecord<'r>,
+    /// The comm of the record's thread.
+    pub comm: &'r Comm,
+}
+
+/// Any other kernel record, in delivery order.
+#[derive(Debug, Clone, Copy)]
+pub struct Event<'r> {
+    pub offset: u64,
+    pub evsel: usize,
+    pub record: Record<'r>,
+    /// The record's `sample_id` trailer.
+    pub id: SampleId,
+    /// The record decoded, for the kinds the machine takes in.
+    pub side_band: SideBand<'r>,
+}
+
+/// Side-band records, decoded.
+#[derive(Debug, Clone, Copy)]
+pub enum SideBand<'r> {
+    Mmap(MmapRecord<'r>),
+    Comm(CommRecord<'r>),
+    Fork(TaskRecord),
+    Exit(TaskRecord),
+    Lost(LostRecord),
+    /// A kind the session does not decode.
+    Other,
+}
+
+/// The consumer of delivered events (perf's `struct perf_tool`).
+pub trait Tool {
+    /// A sample, filtered, with its callchain to show.
+    fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()>;
+
+    /// A deferred callchain record, when callchains are not merged
+    /// (merged ones arrive inside their samples).
+    fn deferred_callchain(&mut self, _cx: &mut Context<'_>, _ev: &DeferredEvent<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Any other kernel record. The machine took it in before (an EXIT:
+    /// after, so that the tool still sees the thread).
+    fn record(&mut self, _cx: &mut Context<'_>, _ev: &Event<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// An event was added by a HEADER_ATTR record (pipe mode).
+    fn attr_added(&mut self, _evlist: &Evlist, _idx: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Tracing data (HEADER_TRACING_DATA payload) arrived in the stream.
+    fn tracing_data(&mut self, _data: &[u8]) {}
+
+    /// A HEADER_FEATURE record (pipe mode) arrived, after the session
+    /// stored its payload: feature id `bit` and its payload.
+    fn feature(&mut self, _cx: &mut Context<'_>, _bit: u64, _payload: &[u8]) -> Result<()> {
+        Ok(())
+    }
+
+    /// All records were delivered.
+    fn finish(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// The records about to be delivered (queued, not yet in order; then,
+    /// for input in memory, up to [`super::UPCOMING_MAX`] records after
+    /// them not shown before), as (event index, record bytes): a tool may
+    /// prepare for them, but what it prints must not depend on it. The
+    /// iterator is lazy: a tool that does not look costs nothing.
+    fn lookahead(&mut self, _cx: &mut Context<'_>, _records: &mut dyn Iterator<Item = (usize, &[u8])>) {}
+}

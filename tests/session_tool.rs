@@ -1,0 +1,127 @@
+//! The session, driven by a tool that prints nothing, delivers the same
+//! samples as perf prints: in the same order, each with the callchain perf
+//! shows (deferred user callchains merged by the session, not the printer).
+//!
+//! The expected samples come from every golden variant made by perf-ref
+//! with exactly `--no-inline -F comm,pid,tid[,cpu],time,event,ip,period
+//! --ns`: each sample line gives the thread and the time, the lines under
+//! it the callchain's addresses.
+
+use std::path::{Path, PathBuf};
+
+use pstitch::error::Result;
+use pstitch::perf_data::Input;
+use pstitch::perf_data::sample::context;
+use pstitch::session::{Context, SampleEvent, Session, Tool};
+
+/// (tid, time in ns, addresses shown).
+type Shown = (i32, u64, Vec<u64>);
+
+/// Collects what `-F ...,ip` would show of each sample.
+#[derive(Default)]
+struct Collect {
+    samples: Vec<Shown>,
+}
+
+impl Tool for Collect {
+    fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
+        let s = ev.sample;
+        let attr = &cx.evlist.evsels[ev.evsel].attr;
+        let ips = match ev.callchain {
+            Some(chain) if attr.samples(pstitch::perf_data::attr::sample_type::CALLCHAIN) => shown_entries(&chain.to_vec()),
+            _ => vec![s.ip],
+        };
+        self.samples.push((s.tid, s.time, ips));
+        Ok(())
+    }
+}
+
+/// The entries perf prints of a callchain: the addresses among the first
+/// 127 (its default --max-stack), none at all if an unknown context marker
+/// comes before that.
+fn shown_entries(chain: &[u64]) -> Vec<u64> {
+    let mut out = Vec::new();
+    for &ip in chain {
+        if out.len() == 127 {
+            break;
+        }
+        if ip < context::MAX {
+            out.push(ip);
+        } else if ![context::HV, context::KERNEL, context::USER, context::USER_DEFERRED].contains(&ip) {
+            return Vec::new();
+        }
+    }
+    out
+}
+
+/// The samples of a perf-ref output made with the fields above.
+fn parse(text: &str) -> Vec<Shown> {
+    let mut out: Vec<Shown> = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(frame) = line.strip_prefix('\t') {
+            // Pipe-mode output names the symbol after the address.
+            let ip = u64::from_str_radix(frame.split_whitespace().next().expect("address"), 16).expect("hex address");
+            out.last_mut().expect("a frame after its sample").2.push(ip);
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let tid_at = words
+            .iter()
+            .position(|w| w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok()))
+            .expect("pid/tid");
+        let tid = words[tid_at].rsplit('/').next().unwrap().parse().expect("tid");
+        let time_at = words.iter().position(|w| w.ends_with(':') && w.contains('.')).expect("time");
+        let (secs, ns) = words[time_at].trim_end_matches(':').split_once('.').expect("secs.ns");
+        let time = secs.parse::<u64>().expect("secs") * 1_000_000_000 + ns.parse::<u64>().expect("ns");
+        // Without a callchain the address follows the event name.
+        let ip = words.iter().skip_while(|w| !w.ends_with(':') || w.contains('.')).skip(1).find_map(|w| u64::from_str_radix(w, 16).ok());
+        out.push((tid, time, ip.into_iter().collect()));
+    }
+    out
+}
+
+fn run(perf_data: &Path) -> Vec<Shown> {
+    let mut input = Input::open(perf_data).expect("open");
+    let (evlist, features, _) = input.take_header();
+    let pipe = input.pipe;
+    let mut session = Session::new(input.records(), evlist, features, pipe, Default::default());
+    let mut tool = Collect::default();
+    session.run(&mut tool).expect("read");
+    tool.samples
+}
+
+/// The golden variants with exactly the fields above.
+fn variants() -> Vec<(PathBuf, PathBuf)> {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let wanted = ["--no-inline -F comm,pid,tid,time,event,ip,period --ns", "--no-inline -F comm,pid,tid,cpu,time,event,ip,period --ns"];
+    let mut out = Vec::new();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&golden).expect("golden").flatten().map(|e| e.path()).collect();
+    cases.sort();
+    for case in cases.into_iter().filter(|c| c.join("perf.data").exists()) {
+        let mut args: Vec<PathBuf> = std::fs::read_dir(&case).expect("case").flatten().map(|e| e.path()).collect();
+        args.sort();
+        for a in args.into_iter().filter(|p| p.extension().is_some_and(|e| e == "args")) {
+            let text = std::fs::read_to_string(&a).expect("args");
+            if wanted.contains(&text.trim()) {
+                out.push((case.join("perf.data"), a.with_extension("out")));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_tool_that_prints_nothing_gets_the_samples_perf_prints() {
+    let variants = variants();
+    let deferred = variants.iter().filter(|(d, _)| d.to_string_lossy().contains("/deferred")).count();
+    assert!(deferred >= 8, "the deferred cases are among them ({deferred} of {})", variants.len());
+    for (data, out) in &variants {
+        let want = parse(&std::fs::read_to_string(out).expect("golden output"));
+        let got = run(data);
+        assert!(!want.is_empty(), "{}: no samples in the golden output", out.display());
+        assert_eq!(got.len(), want.len(), "{}: samples delivered", out.display());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "{}: sample {i} (tid, time, callchain)", out.display());
+        }
+    }
+}
