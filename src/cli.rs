@@ -503,9 +503,10 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     for w in &warnings {
         say(err, format_args!("pstitch: {name}: warning: {w}"));
     }
+    let threads = crate::engine::Threads::from_env();
     let mut symbolizer = Symbolizer::new(config);
     symbolizer.set_build_ids(features.build_ids());
-    if evlist.evsels.iter().any(|e| !e.attr.has(perf_data::attr::flag::EXCLUDE_KERNEL)) {
+    if threads == crate::engine::Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(perf_data::attr::flag::EXCLUDE_KERNEL)) {
         symbolizer.read_kallsyms_ahead();
     }
     if session_opts.filter.cpus.is_some() {
@@ -521,7 +522,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
             return EXIT_DAMAGED;
         }
     }
-    let mut script = KeepAtExit { value: Some(Script::new(opts, symbolizer, out)), exiting: source.process_exits };
+    let mut script = KeepAtExit { value: Some(Script::new(opts, symbolizer, out, threads)), exiting: source.process_exits };
     let pipe = input.pipe;
     if !pipe {
         if let Some(td) = features.get(perf_data::features::feat::TRACING_DATA)
@@ -580,7 +581,7 @@ fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared
     }
     if args.verbose > 0 {
         print_stats(name, &session.stats, &session.stitch_stats());
-        let reading = crate::script::thread_cpu();
+        let reading = crate::engine::thread_cpu();
         say(err, format_args!("  CPU time: {:.2} s reading, {:.2} s printing", reading.as_secs_f64(), script.printer_cpu().as_secs_f64()));
     }
     let st = session.stitch_stats();

@@ -5,8 +5,14 @@
 //!
 //! (The threads and their invariants are described as they move here.)
 
+pub mod fast;
+pub mod kept;
 pub mod mapping;
 mod pager;
+pub mod printer;
+pub mod sys;
+
+pub use sys::thread_cpu;
 
 use std::path::Path;
 
@@ -54,12 +60,4 @@ pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data:
             perf_data::Input::from_bytes(perf_data::FileBytes::Owned(v))
         }
     }
-}
-
-/// CPU time the calling thread has used.
-pub fn thread_cpu() -> std::time::Duration {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }

@@ -32,13 +32,15 @@
 
 
 use super::fields::IpOpts;
-use crate::fasthash::FastMap;
-use perf_data::bytes::find_byte;
-use super::output::{LoadRequest, Other};
 use super::{Script, context, format};
+use crate::engine::kept::{FrameText, KeptIndex, LINE, LineKey, NO_OBJECT};
+use crate::engine::Threads;
+use crate::engine::printer::{CODE_SAMPLE_IP, CODE_SHOWS_IP, Format, Printer};
+use crate::machine::dsos::DsoUpdate;
 use crate::machine::maps::{DsoId, Map};
 use crate::machine::{CpuMode, Dsos, Machine};
-use crate::symbols::{Symbol, Symbolizer};
+use crate::symbols::loader::{LoadRequest, Loader};
+use crate::symbols::{ShippedDso, Symbol, SymbolConfig, Symbolizer};
 
 /// One address to print, as the reading side resolved it.
 #[derive(Debug, Clone, Copy)]
@@ -304,11 +306,12 @@ impl ChainMaps {
 }
 
 /// A frame job's fields, style and cookie flag in one byte: the six bits
-/// of [`IpOpts::bits`], then these two.
+/// of [`IpOpts::bits`] (the printer's [`CODE_SHOWS_IP`] among them), then
+/// the cookie flag and the printer's [`CODE_SAMPLE_IP`].
 const CODE_COOKIE: u8 = 1 << 6;
-const CODE_SAMPLE_IP: u8 = 1 << 7;
 /// [`IpOpts::bits`]' srcline bit.
 const CODE_SRCLINE: u8 = 1 << 5;
+const _: () = assert!(IpOpts { ip: true, sym: false, dso: false, symoff: false, dsoff: false, srcline: false }.bits() == CODE_SHOWS_IP);
 
 impl FrameJob {
     /// Everything but the address and the map, in one byte.
@@ -318,7 +321,8 @@ impl FrameJob {
     }
 
     pub fn from_code(code: u8, ip: u64, map: Option<Map>) -> FrameJob {
-        FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style: code_style(code), cookie: code & CODE_COOKIE != 0 }
+        let style = if code & CODE_SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
+        FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style, cookie: code & CODE_COOKIE != 0 }
     }
 }
 
@@ -328,326 +332,60 @@ fn line_code(opts: IpOpts, style: LineStyle, cookie: bool) -> u8 {
     opts.bits() | if style == LineStyle::SampleIp { CODE_SAMPLE_IP } else { 0 } | if cookie { CODE_COOKIE } else { 0 }
 }
 
-/// [`IpOpts::bits`]' ip bit.
-const CODE_IP: u8 = 1;
-
-/// Whether a job's code shows the address.
-#[inline]
-pub fn code_shows_ip(code: u8) -> bool {
-    code & CODE_IP != 0
-}
-
-/// A job's line style from its code.
-#[inline]
-pub fn code_style(code: u8) -> LineStyle {
-    if code & CODE_SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain }
-}
-
-/// (fields and line style, DSO or `NO_DSO`, address in the DSO).
-type FrameKey = (u8, DsoId, u64);
-const NO_DSO: DsoId = DsoId::MAX;
-
 /// The cache key of a frame line, and whether its text may be kept at all.
 #[inline]
-fn frame_key(code: u8, map: Option<&Map>, ip: u64) -> (FrameKey, bool) {
+fn frame_key(code: u8, map: Option<&Map>, ip: u64) -> (LineKey, bool) {
     let fields = code & !CODE_COOKIE;
     let key = match map {
         Some(m) => (fields, m.dso, m.map_ip(ip)),
-        None => (fields, NO_DSO, 0),
+        None => (fields, NO_OBJECT, 0),
     };
     (key, code & (CODE_COOKIE | CODE_SRCLINE) == 0)
 }
 
-/// The formatting side: symbols, DSO names, inline frames, and the cache
-/// of formatted lines. It formats the text of a line the first time its
-/// key comes (and every time for text that is not kept) and tells the
-/// [`FrameCopier`] for each line where its text is: in the copier's store
-/// of kept texts, whose layout the formatter knows since the copier stores
-/// them in the order it is given them, or new.
+/// The rare jobs the reading side leaves for the formatter.
+pub enum Other {
+    Dso(Box<DsoUpdate>),
+    /// A DSO's symbols, loaded by the reading side when a line first needed
+    /// them (the reading side has time to spare, the printer has not).
+    Loaded(DsoId, Box<ShippedDso>),
+}
+
+/// The formatting side: symbols, DSO names, inline frames. It formats the
+/// text of a line the first time its key comes (and every time for text
+/// that may not be kept), and knows through [`KeptIndex`] where the
+/// copier keeps the others.
 pub struct FrameFormatter {
     symbolizer: Symbolizer,
     /// A copy of the reading side's DSO table, kept current by
     /// [`Other::Dso`] entries.
     dsos: Dsos,
-    /// Kept lines by key, as places in the copier's store.
-    cache: FastMap<FrameKey, Text>,
-    /// Size of the copier's store.
-    kept_bytes: u64,
-    /// A small direct-mapped copy of recently used `cache` entries: the
-    /// hot addresses of a recording (kernel entry paths, a program's main
-    /// loop) are looked up without touching the large table.
-    front: Box<[(FrameKey, Text)]>,
+    kept: KeptIndex,
     text: Vec<u8>,
-    /// DSO names in `text` that its encoding refers to instead of holding.
-    refs: Vec<NameRef>,
-    /// DSO names shared with the copier by number ([`DsoNames`]).
-    names: DsoNames,
-}
-
-/// A DSO name at `at` in a text being formatted: name number `id`.
-#[derive(Debug, Clone, Copy)]
-struct NameRef {
-    at: usize,
-    len: usize,
-    id: u32,
-}
-
-/// DSO names by number. The formatter numbers each name the first time a
-/// text shows it and hands the new ones to the copier with the batch
-/// ([`FrameFormatter::take_names`], [`FrameCopier::add_names`]): a kept
-/// text then holds a 4-byte number instead of a path that may be 100
-/// bytes long, for every address of the DSO (kept texts are pstitch's
-/// largest table). The table holds each name as the copier prints it, with
-/// the [`NAME_END`] of the line.
-#[derive(Default)]
-struct DsoNames {
-    names: Vec<Box<[u8]>>,
-    by_name: FastMap<Box<[u8]>, u32>,
-    /// The number of each DSO's name as last seen ([`NO_NAME`]: none).
-    by_dso: Vec<u32>,
-    /// Names numbered since the last batch: each its length (4 bytes) and
-    /// bytes.
-    new: Vec<u8>,
-}
-
-const NO_NAME: u32 = u32::MAX;
-/// Names shorter than this stay in the text (a reference takes 4 bytes).
-const SHORTEST_REF: usize = 12;
-/// Names numbered at most (a bound on a hostile input's table).
-const MAX_NAMES: usize = 1 << 24;
-
-impl DsoNames {
-    /// The number of `dso`'s name, `name` (numbered now if new).
-    fn id(&mut self, dso: DsoId, name: &[u8]) -> Option<u32> {
-        let slot = dso as usize;
-        if let Some(&id) = self.by_dso.get(slot)
-            && id != NO_NAME
-            && self.names[id as usize].strip_suffix(NAME_END) == Some(name)
-        {
-            return Some(id);
-        }
-        let id = match self.by_name.get(name) {
-            Some(&id) => id,
-            None => {
-                if self.names.len() >= MAX_NAMES {
-                    return None;
-                }
-                let id = self.names.len() as u32;
-                let shown = [name, NAME_END].concat();
-                self.new.extend_from_slice(&(shown.len() as u32).to_le_bytes());
-                self.new.extend_from_slice(&shown);
-                self.names.push(shown.into());
-                self.by_name.insert(name.into(), id);
-                id
-            }
-        };
-        if self.by_dso.len() <= slot {
-            self.by_dso.resize(slot + 1, NO_NAME);
-        }
-        self.by_dso[slot] = id;
-        Some(id)
-    }
-}
-
-/// Where the copier finds the text of a line: in its store, at an offset
-/// below 2^31; or next in the batch's new texts, to be stored or not.
-/// Four bytes, one per callchain line: the formatter writes them and the
-/// copier on another core reads them, so their cache lines change hands
-/// once per batch, and the fewer the better.
-///
-/// ```text
-///   0 | offset (31 bits)          kept: the store at `offset`
-///   1 | 0 ... 0 | keep (1 bit)    new: next in the batch
-/// ```
-///
-/// A text, stored or new, is its length (4 bytes) and its [`encode`]d
-/// lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FrameText(u32);
-
-const NEW: u32 = 1 << 31;
-
-impl FrameText {
-    pub(super) fn stored(off: Text) -> FrameText {
-        debug_assert!(off < NEW);
-        FrameText(off)
-    }
-
-    fn new(keep: bool) -> FrameText {
-        FrameText(NEW | u32::from(keep))
-    }
-
-    /// The offset of a stored text.
-    pub(super) fn offset(self) -> Option<Text> {
-        (self.0 & NEW == 0).then_some(self.0)
-    }
-
-    /// Whether the copier has (or keeps) this text, so that the same line
-    /// again is the same text.
-    pub fn kept(self) -> bool {
-        self.0 & NEW == 0 || self.0 & 1 != 0
-    }
-
-    /// Next in the batch's new texts.
-    pub fn is_new(self) -> bool {
-        self.0 & NEW != 0
-    }
-
-    /// A new text, to be stored.
-    pub(super) fn keeps(self) -> bool {
-        self.0 == NEW | 1
-    }
-}
-
-/// The copying side: the kept texts, and the lines of the output.
-#[derive(Default)]
-pub struct FrameCopier {
-    /// Every kept text, end to end ([`encode`]d): neighbours in time are
-    /// neighbours in memory, and there is no allocation per text.
-    texts: Vec<u8>,
-    /// The DSO names the texts refer to, by number, each with the
-    /// [`NAME_END`] of its line.
-    names: Vec<Box<[u8]>>,
-}
-
-/// Where a kept text is in [`FrameCopier::texts`].
-pub type Text = u32;
-
-/// The formatter lets the object files' pages go each time this power of
-/// two of kept text bytes is crossed (see `Symbolizer::release_pages`).
-const RELEASE_SHIFT: u32 = 21;
-
-/// Entries in [`FrameFormatter::front`] (a power of two; 384 KiB).
-const FRONT: usize = 16384;
-const NO_KEY: FrameKey = (u8::MAX, NO_DSO, u64::MAX);
-
-fn front_slot(k: &FrameKey) -> usize {
-    let h = (k.2 ^ (u64::from(k.1) << 40) ^ (u64::from(k.0) << 56)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> (64 - FRONT.trailing_zeros())) as usize
-}
-
-/// Marks where a line starts (and the address is printed) in text being
-/// formatted; no symbol, file or DSO name can contain it.
-const LINE: u8 = 0;
-
-impl FrameCopier {
-    pub fn new() -> FrameCopier {
-        FrameCopier::default()
-    }
-
-    /// Takes the names numbered since the last batch
-    /// ([`FrameFormatter::take_names`]).
-    pub fn add_names(&mut self, mut new: &[u8]) {
-        while let Some((len, rest)) = new.split_first_chunk::<4>() {
-            let (name, rest) = rest.split_at(u32::from_le_bytes(*len) as usize);
-            self.names.push(name.into());
-            new = rest;
-        }
-    }
-
-    /// Where the next text kept goes in the store.
-    pub fn kept_len(&self) -> Text {
-        self.texts.len() as Text
-    }
-
-    /// Appends the line(s) of a frame at `ip` to `out`; `new` has the
-    /// text (its length first) when `at` says it is new.
-    #[inline]
-    pub fn print(&mut self, out: &mut Vec<u8>, ip: u64, show_ip: bool, style: LineStyle, at: FrameText, new: &[u8]) {
-        match at.offset() {
-            Some(off) => expand(out, lines(self.texts.get(off as usize..).unwrap_or_default()), &self.names, ip, show_ip, style),
-            None => {
-                if at.keeps() {
-                    self.texts.extend_from_slice(new);
-                }
-                expand(out, lines(new), &self.names, ip, show_ip, style);
-            }
-        }
-    }
 }
 
 impl FrameFormatter {
     pub fn new(symbolizer: Symbolizer) -> FrameFormatter {
-        FrameFormatter {
-            symbolizer,
-            dsos: Dsos::default(),
-            cache: Default::default(),
-            kept_bytes: 0,
-            front: vec![(NO_KEY, 0); FRONT].into_boxed_slice(),
-            text: Vec::new(),
-            refs: Vec::new(),
-            names: DsoNames::default(),
-        }
-    }
-
-    /// Moves the DSO names numbered since the last call to `out` (for
-    /// [`FrameCopier::add_names`]).
-    pub fn take_names(&mut self, out: &mut Vec<u8>) {
-        out.clear();
-        std::mem::swap(out, &mut self.names.new);
-    }
-
-    pub fn update_dso(&mut self, u: crate::machine::dsos::DsoUpdate) {
-        self.dsos.apply(u);
-    }
-
-    /// Takes the symbols of `dso` the reading side loaded.
-    pub fn install(&mut self, dso: DsoId, shipped: crate::symbols::ShippedDso) {
-        self.symbolizer.install(dso, shipped);
-    }
-
-    /// Where the text of `job`'s line is; a new text is [`encode`]d onto
-    /// `out`.
-    #[inline]
-    pub fn format_job(&mut self, out: &mut Vec<u8>, code: u8, map: Option<&Map>, ip: u64) -> FrameText {
-        let (key, cacheable) = frame_key(code, map, ip);
-        let slot = front_slot(&key);
-        if cacheable {
-            let (k, t) = self.front[slot];
-            if k == key {
-                return FrameText::stored(t);
-            }
-        }
-        self.format_slow(out, &FrameJob::from_code(code, ip, map.copied()), key, cacheable, slot)
+        FrameFormatter { symbolizer, dsos: Dsos::default(), kept: KeptIndex::default(), text: Vec::new() }
     }
 
     #[inline(never)]
-    fn format_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: FrameKey, cacheable: bool, slot: usize) -> FrameText {
-        if cacheable && let Some(&t) = self.cache.get(&key) {
-            self.front[slot] = (key, t);
-            return FrameText::stored(t);
+    fn format_slow(&mut self, out: &mut Vec<u8>, job: &FrameJob, key: LineKey, cacheable: bool) -> FrameText {
+        if cacheable && let Some(t) = self.kept.get(&key) {
+            return t;
         }
         let FrameJob { ip, map, opts, style, cookie } = *job;
         let mut text = std::mem::take(&mut self.text);
         text.clear();
-        self.refs.clear();
+        self.kept.begin();
         let stable = self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
-        let start = out.len();
-        out.extend_from_slice(&[0; 4]);
-        encode(out, &text, &self.refs);
+        let (place, crossed) = self.kept.add(out, &text, key, cacheable && stable);
         self.text = text;
-        // Texts larger than 4 GiB do not fit their length: an empty line
-        // then (nothing that large can be printed anyway).
-        let Ok(body) = u32::try_from(out.len() - start - 4) else {
-            out.truncate(start);
-            out.extend_from_slice(&[0; 4]);
-            return FrameText::new(false);
-        };
-        out[start..start + 4].copy_from_slice(&body.to_le_bytes());
-        let len = u64::from(body) + 4;
-        // Offsets are 31-bit: past 2 GiB of text, lines are made each time.
-        let off = self.kept_bytes;
-        let keep = cacheable && stable && off + len < u64::from(NEW);
-        if keep {
-            // Every 2 MiB of new text (some 10,000 new frames).
-            if (self.kept_bytes ^ (self.kept_bytes + len)) >> RELEASE_SHIFT != 0 {
-                self.symbolizer.release_pages();
-            }
-            self.kept_bytes += len;
-            self.cache.insert(key, off as Text);
-            self.front[slot] = (key, off as Text);
+        // Every 2 MiB of new text (some 10,000 new frames).
+        if crossed {
+            self.symbolizer.release_pages();
         }
-        FrameText::new(keep)
+        place
     }
 
     /// Formats the lines of `ip` into `out`, each starting with [`LINE`];
@@ -719,11 +457,7 @@ impl FrameFormatter {
             Some(m) => {
                 let dso = self.dsos.get(m.dso);
                 let name = dso.name.as_bytes();
-                if name.len() >= SHORTEST_REF
-                    && let Some(id) = self.names.id(m.dso, name)
-                {
-                    self.refs.push(NameRef { at: out.len(), len: name.len(), id });
-                }
+                self.kept.name_at(out.len(), m.dso, name);
                 out.extend_from_slice(name);
                 if dsoff && self.symbolizer.is_object_file(&self.dsos, m.dso) {
                     out.extend_from_slice(b"+0x");
@@ -744,6 +478,64 @@ impl FrameFormatter {
             out.extend_from_slice(line.as_bytes());
         }
     }
+}
+
+impl Format for FrameFormatter {
+    type Map = Map;
+    type Other = Other;
+    type Loaded = ShippedDso;
+
+    #[inline]
+    fn slot(m: &Map) -> u8 {
+        ((m.start >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as u8
+    }
+
+    /// Where the text of the line is; a new text goes onto `out`.
+    #[inline]
+    fn format(&mut self, out: &mut Vec<u8>, code: u8, map: Option<&Map>, ip: u64) -> FrameText {
+        let (key, cacheable) = frame_key(code, map, ip);
+        if cacheable && let Some(t) = self.kept.front(&key) {
+            return t;
+        }
+        self.format_slow(out, &FrameJob::from_code(code, ip, map.copied()), key, cacheable)
+    }
+
+    fn other(&mut self, other: Other) {
+        match other {
+            Other::Dso(u) => self.dsos.apply(*u),
+            Other::Loaded(dso, shipped) => self.symbolizer.install(dso, *shipped),
+        }
+    }
+
+    fn loaded(&mut self, dso: u32, shipped: ShippedDso) {
+        self.symbolizer.install(dso, shipped);
+    }
+
+    fn take_names(&mut self, out: &mut Vec<u8>) {
+        self.kept.take_names(out);
+    }
+}
+
+/// The printer for lines formatted by a [`FrameFormatter`] with a
+/// symbolizer of its own (made from `config` and `build_ids` on the
+/// formatter's thread), symbol tables loaded by a [`Loader`].
+pub(super) fn printer<W: std::io::Write + Send + 'static>(
+    out: W,
+    threads: Threads,
+    config: SymbolConfig,
+    build_ids: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Printer<FrameFormatter, Loader> {
+    let (loader_config, loader_ids) = (config.clone(), build_ids.clone());
+    Printer::start(
+        out,
+        threads,
+        move || {
+            let mut symbolizer = Symbolizer::new(config);
+            symbolizer.set_build_id_pairs(build_ids);
+            FrameFormatter::new(symbolizer)
+        },
+        move || Loader::new(loader_config, loader_ids),
+    )
 }
 
 /// The sym field of a callchain line: ` name+0xoff`, or ` (cookie)` for
@@ -782,225 +574,116 @@ fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64
     }
 }
 
-/// Cached form of frame text: each line as a 4-byte length and its bytes,
-/// so that copying it out needs no search. A line that ends in a DSO name
-/// of `refs` and `)` + newline (most callchain lines) holds the name's
-/// number instead, and the copier's table holds the name with that end:
-///
-/// ```text
-///   plain:     | len (u32)                 | bytes ...
-///   with name: | REF | len before the name | bytes before | id (u32)
-/// ```
-fn encode(out: &mut Vec<u8>, text: &[u8], refs: &[NameRef]) {
-    let Some(first) = find_byte(text, LINE) else { return };
-    let mut at = first + 1;
-    let mut refs = refs.iter().peekable();
-    loop {
-        let end = find_byte(&text[at..], LINE).map(|e| at + e);
-        let line_end = end.unwrap_or(text.len());
-        while refs.next_if(|r| r.at < at).is_some() {}
-        match refs.next_if(|r| r.at + r.len <= line_end) {
-            Some(r) if text[r.at + r.len..line_end] == *NAME_END => {
-                out.extend_from_slice(&(REF | (r.at - at) as u32).to_le_bytes());
-                out.extend_from_slice(&text[at..r.at]);
-                out.extend_from_slice(&r.id.to_le_bytes());
-            }
-            _ => {
-                out.extend_from_slice(&((line_end - at) as u32).to_le_bytes());
-                out.extend_from_slice(&text[at..line_end]);
-            }
-        }
-        match end {
-            Some(e) => at = e + 1,
-            None => return,
-        }
-    }
-}
-
-/// Marks an encoded line that refers to a DSO name (see [`encode`]).
-const REF: u32 = 1 << 31;
-/// What follows a DSO name at the end of a callchain line.
-const NAME_END: &[u8] = b")\n";
-
-/// The next encoded line of `text`: its bytes, or the bytes before a DSO
-/// name and the name's number; and the rest.
-#[inline]
-fn next_line(text: &[u8]) -> Option<(&[u8], Option<u32>, &[u8])> {
-    let (head, rest) = text.split_first_chunk::<4>()?;
-    let head = u32::from_le_bytes(*head);
-    let (line, rest) = rest.split_at((head & !REF) as usize);
-    if head & REF == 0 {
-        return Some((line, None, rest));
-    }
-    let (id, rest) = rest.split_first_chunk::<4>()?;
-    Some((line, Some(u32::from_le_bytes(*id)), rest))
-}
-
-/// Appends an encoded line (see [`next_line`]); `names` end in
-/// [`NAME_END`].
-#[inline]
-fn put_line(out: &mut Vec<u8>, names: &[Box<[u8]>], line: &[u8], name: Option<u32>) {
-    out.extend_from_slice(line);
-    if let Some(id) = name {
-        out.extend_from_slice(names.get(id as usize).map_or(&[][..], |n| n));
-    }
-}
-
-/// The encoded lines of the text (its length first) at the start of `at`.
-fn lines(at: &[u8]) -> &[u8] {
-    let Some((len, rest)) = at.split_first_chunk::<4>() else { return &[] };
-    rest.get(..u32::from_le_bytes(*len) as usize).unwrap_or_default()
-}
-
-/// Copies encoded frame text to `out`, each line after the address when
-/// the `ip` field is shown (`\t` first on callchain lines).
-#[inline]
-fn expand(out: &mut Vec<u8>, mut text: &[u8], names: &[Box<[u8]>], ip: u64, show_ip: bool, style: LineStyle) {
-    if show_ip && style == LineStyle::Callchain {
-        // Most lines: the tab and the address's two words stored straight
-        // into the output, without a copy through the stack.
-        let [hi, lo] = format::hex16_words(ip);
-        while let Some((line, name, rest)) = next_line(text) {
-            let name = name.map_or(&[][..], |id| names.get(id as usize).map_or(&[][..], |n| n));
-            let n = 17 + line.len() + name.len();
-            out.reserve(n);
-            // SAFETY: `reserve` made room for the `n` bytes written past
-            // the length, which then covers exactly them.
-            unsafe {
-                let len = out.len();
-                let at = out.as_mut_ptr().add(len);
-                at.write(b'\t');
-                at.add(1).cast::<[u8; 8]>().write_unaligned(hi);
-                at.add(9).cast::<[u8; 8]>().write_unaligned(lo);
-                format::copy_short(line, at.add(17));
-                format::copy_short(name, at.add(17 + line.len()));
-                out.set_len(len + n);
-            }
-            text = rest;
-        }
-        return;
-    }
-    let mut prefix = [b'\t'; 17];
-    if show_ip {
-        format::hex16(&mut prefix[1..], ip);
-    }
-    let prefix = match (show_ip, style) {
-        (false, _) => &[][..],
-        (true, LineStyle::Callchain) => &prefix[..],
-        (true, LineStyle::SampleIp) => &prefix[1..],
-    };
-    while let Some((line, name, rest)) = next_line(text) {
-        out.extend_from_slice(prefix);
-        put_line(out, names, line, name);
-        text = rest;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::{MapKind, Maps};
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
 
-    /// A place says what it was made to say, and a text's lines come back
-    /// from behind its length.
-    #[test]
-    fn frame_texts_pack_into_four_bytes() {
-        assert_eq!(std::mem::size_of::<FrameText>(), 4);
-        for off in [0, 1, 4096, NEW - 1] {
-            let t = FrameText::stored(off);
-            assert_eq!((t.offset(), t.kept(), t.is_new(), t.keeps()), (Some(off), true, false, false));
-        }
-        for keep in [false, true] {
-            let t = FrameText::new(keep);
-            assert_eq!((t.offset(), t.kept(), t.is_new(), t.keeps()), (None, keep, true, keep));
-        }
-        let mut body = Vec::new();
-        encode(&mut body, b"\0 main (x)\0 f (inlined)", &[]);
-        let mut text = (body.len() as u32).to_le_bytes().to_vec();
-        text.extend_from_slice(&body);
-        text.extend_from_slice(b"next");
-        assert_eq!(lines(&text), &body[..]);
-        assert_eq!(lines(&text[..6]), b"");
-        assert_eq!(lines(b"ab"), b"");
-    }
+    struct Shared(Arc<Mutex<Vec<u8>>>);
 
-    /// Encoding finds the lines as splitting at LINE does.
-    #[test]
-    fn encode_splits_at_line_marks() {
-        let by_split = |text: &[u8]| {
-            let mut out = Vec::new();
-            for line in text.split(|&b| b == LINE).skip(1) {
-                out.extend_from_slice(&(line.len() as u32).to_le_bytes());
-                out.extend_from_slice(line);
-            }
-            out
-        };
-        let texts: [&[u8]; 6] = [b"", b"\0 main+0x1 (/bin/x)\n", b"\0a\n\0b (inlined)\n\0c\n", b"junk\0a", b"\0\0", b"\0 a very long name that takes more than eight bytes\0x"];
-        for text in texts {
-            let mut out = Vec::new();
-            encode(&mut out, text, &[]);
-            assert_eq!(out, by_split(text), "{text:?}");
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("unpoisoned").extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
 
-    /// A text that refers to DSO names prints as the text holding them,
-    /// whatever the lines around the names are.
+    /// Requests made so far: the next load's number.
+    fn requests(p: &Printer<FrameFormatter, Loader>) -> u64 {
+        p.requests_made()
+    }
+
+    /// A request made ahead is used by the load that asks the same, once;
+    /// a different one goes out on its own, and the printer takes each
+    /// answer for its own request whatever the order they come in.
     #[test]
-    fn dso_name_references_print_the_names() {
-        let long_tail = format!(")\n  {}\n", "x".repeat(300));
-        let mut names = DsoNames::default();
-        let mut copier = FrameCopier::new();
-        let lines: Vec<(String, Option<&str>, String)> = vec![
-            (" main+0x1d (".into(), Some("/tmp/pstitch-fixtures/bin/cwork"), ")\n".into()),
-            (" f (inlined)\n".into(), None, String::new()),
-            (" g+0x2 (".into(), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), "+0x1234)\n".into()),
-            (" h (".into(), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), long_tail),
-            (" [unknown] (".into(), Some("[unknown]"), ")\n".into()),
-            (String::new(), Some("/a/dso/name/with/nothing/before"), String::new()),
+    fn prefetched_requests_are_used_once() {
+        let mut out = printer(std::io::sink(), Threads::Parallel, SymbolConfig::default(), Vec::new());
+        let request = |name: &str| LoadRequest { long_name: name.into(), kind: crate::machine::DsoKind::File, build_id: None };
+        out.prefetch(request("/nonexistent/a"));
+        out.prefetch(request("/nonexistent/a"));
+        assert_eq!(requests(&out), 1, "asked once");
+        out.load(0, 1, request("/nonexistent/b"));
+        assert!(out.is_prefetched(&request("/nonexistent/a")));
+        out.load(0, 2, request("/nonexistent/a"));
+        assert!(!out.is_prefetched(&request("/nonexistent/a")));
+        assert_eq!(requests(&out), 2);
+        out.load(0, 3, request("/nonexistent/a"));
+        assert_eq!(requests(&out), 3, "a used request is not used again");
+        // The printer installs all three (b's answer waits behind a's).
+        out.flush(&mut Vec::new()).expect("written");
+    }
+
+    /// Frames in no map print as each would alone, whether the formatter
+    /// saw them (the first per fields, and those whose text is not kept)
+    /// or let them by (see [`Unmapped`]), across batches and fields.
+    #[test]
+    fn frames_in_no_map_print_as_alone() {
+        let opts = [
+            IpOpts { ip: true, sym: true, dso: true, ..IpOpts::default() },
+            IpOpts { ip: true, sym: true, dso: true, srcline: true, ..IpOpts::default() },
+            IpOpts { ip: true, sym: true, ..IpOpts::default() },
+            IpOpts { ip: true, dso: true, symoff: true, ..IpOpts::default() },
         ];
-        for n in 1..=lines.len() {
-            for first in 0..lines.len() {
-                let mut text = Vec::new();
-                let mut refs = Vec::new();
-                for (i, (before, name, after)) in lines.iter().cycle().skip(first).take(n).enumerate() {
-                    text.push(LINE);
-                    text.extend_from_slice(before.as_bytes());
-                    if let Some(name) = name {
-                        if name.len() >= SHORTEST_REF {
-                            let id = names.id(i as DsoId, name.as_bytes()).unwrap();
-                            refs.push(NameRef { at: text.len(), len: name.len(), id });
-                        }
-                        text.extend_from_slice(name.as_bytes());
-                    }
-                    text.extend_from_slice(after.as_bytes());
-                }
-                let (mut with, mut without) = (Vec::new(), Vec::new());
-                encode(&mut with, &text, &refs);
-                encode(&mut without, &text, &[]);
-                if !refs.is_empty() && n == 1 && first == 0 {
-                    assert!(with.len() < without.len(), "a reference saves the name");
-                }
-                // As a batch brings them.
-                copier.add_names(&std::mem::take(&mut names.new));
-                for (ip, show, style) in [(0x7f00_1234, true, LineStyle::Callchain), (0x55, true, LineStyle::SampleIp), (0, false, LineStyle::Callchain)] {
-                    let (mut a, mut b) = (Vec::new(), Vec::new());
-                    expand(&mut a, &with, &copier.names, ip, show, style);
-                    expand(&mut b, &without, &[], ip, show, style);
-                    assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{n} lines from {first}");
+        let code = |i: usize, ip| FrameJob { ip, map: None, opts: opts[i % opts.len()], style: LineStyle::Callchain, cookie: false }.code();
+        let run = |frames: &[(usize, u64)], batch: usize, threads: Threads| {
+            let written = Arc::new(Mutex::new(Vec::new()));
+            let mut out = printer(Shared(written.clone()), threads, SymbolConfig::default(), Vec::new());
+            let mut text = Vec::new();
+            for (n, &(i, ip)) in frames.iter().enumerate() {
+                text.extend_from_slice(format!("sample {n}\n").as_bytes());
+                out.frame(text.len(), ip, None, code(i, ip));
+                out.frame(text.len(), ip, None, code(i, ip));
+                if n % batch == batch - 1 {
+                    out.send(&mut text);
                 }
             }
+            out.flush(&mut text).expect("written");
+            written.lock().expect("unpoisoned").clone()
+        };
+        let frames: Vec<(usize, u64)> = (0..40).map(|n| (n * 7 % 5, 0x1000 + (n as u64 % 3) * 0x10)).collect();
+        let alone: Vec<u8> = frames.iter().enumerate().flat_map(|(n, &f)| {
+            let mut one = run(&[f], 1, Threads::Single);
+            let head = format!("sample {n}\n");
+            one.splice(..b"sample 0\n".len(), head.bytes());
+            one
+        }).collect();
+        for batch in [1, 3, 40] {
+            for threads in [Threads::Parallel, Threads::Single] {
+                assert_eq!(String::from_utf8_lossy(&run(&frames, batch, threads)), String::from_utf8_lossy(&alone), "batches of {batch}, {threads:?}");
+            }
         }
-        // Names come to the copier as the formatter numbered them.
-        let mut f = DsoNames::default();
-        assert_eq!(f.id(3, b"/x/one/long/name"), Some(0));
-        assert_eq!(f.id(4, b"/x/two/long/name"), Some(1));
-        assert_eq!(f.id(3, b"/x/one/long/name"), Some(0));
-        assert_eq!(f.id(3, b"/x/renamed/dso/name"), Some(2), "a DSO renamed gets its new name");
-        assert_eq!(f.id(5, b"/x/two/long/name"), Some(1), "equal names share a number");
-        let mut copier = FrameCopier::new();
-        copier.add_names(&f.new);
-        assert_eq!(copier.names, f.names);
     }
+
+    /// A line that comes many times in a row travels once, and prints as
+    /// often as it came: kept text is copied again, text that is not kept
+    /// (srcline fields) is made again each time.
+    #[test]
+    fn repeated_lines_print_each_time() {
+        for (srcline, threads) in [(false, Threads::Parallel), (true, Threads::Parallel), (false, Threads::Single), (true, Threads::Single)] {
+            let written = Arc::new(Mutex::new(Vec::new()));
+            let mut out = printer(Shared(written.clone()), threads, SymbolConfig::default(), Vec::new());
+            let opts = IpOpts { ip: true, sym: true, dso: true, srcline, ..IpOpts::default() };
+            let job = |ip| FrameJob { ip, map: None, opts, style: LineStyle::Callchain, cookie: false };
+            let mut text = b"head\n".to_vec();
+            let ips = [[0x20u64; 300].as_slice(), &[0x30, 0x20, 0x20]].concat();
+            for &ip in &ips {
+                out.frame(text.len(), ip, None, job(ip).code());
+            }
+            assert!(out.jobs_queued() < 10, "{} jobs for {} lines", out.jobs_queued(), ips.len());
+            text.extend_from_slice(b"tail\n");
+            out.flush(&mut text).expect("written");
+            let line = |ip| format!("\t{ip:16x} [unknown] ([unknown])\n");
+            let want = format!("head\n{}tail\n", ips.iter().map(|&ip| line(ip)).collect::<String>());
+            assert_eq!(String::from_utf8_lossy(&written.lock().expect("unpoisoned")), want, "srcline {srcline}, {threads:?}");
+        }
+    }
+
+    use crate::machine::{MapKind, Maps};
 
     /// What the per-callchain cache answers is what a lookup answers, for
     /// addresses in and between maps, in both modes, in random order.

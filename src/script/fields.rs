@@ -406,13 +406,8 @@ impl IpOpts {
     }
 
     /// The options as six bits (for cache keys).
-    pub fn bits(self) -> u8 {
-        u8::from(self.ip)
-            | u8::from(self.sym) << 1
-            | u8::from(self.dso) << 2
-            | u8::from(self.dsoff) << 3
-            | u8::from(self.symoff) << 4
-            | u8::from(self.srcline) << 5
+    pub const fn bits(self) -> u8 {
+        self.ip as u8 | (self.sym as u8) << 1 | (self.dso as u8) << 2 | (self.dsoff as u8) << 3 | (self.symoff as u8) << 4 | (self.srcline as u8) << 5
     }
 }
 

@@ -1273,44 +1273,7 @@ fn unit_number(mut n: u64) -> String {
     format!("{n}{}", units[i] as char)
 }
 
-/// Broken-down local time (libc's `localtime_r`, so TZ and /etc/localtime
-/// apply exactly as they do for perf).
-struct Tm {
-    year: i64,
-    mon: usize,
-    mday: i32,
-    hour: i32,
-    min: i32,
-    sec: i32,
-    wday: usize,
-}
-
-unsafe extern "C" {
-    fn tzset();
-}
-
-fn localtime(secs: i64) -> Option<Tm> {
-    #[allow(clippy::useless_conversion)] // time_t is not i64 everywhere
-    let t: libc::time_t = secs.try_into().ok()?;
-    // SAFETY: tzset has no preconditions; localtime_r writes only into `tm`.
-    let tm = unsafe {
-        tzset();
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return None;
-        }
-        tm
-    };
-    Some(Tm {
-        year: tm.tm_year as i64 + 1900,
-        mon: tm.tm_mon.clamp(0, 11) as usize,
-        mday: tm.tm_mday,
-        hour: tm.tm_hour,
-        min: tm.tm_min,
-        sec: tm.tm_sec,
-        wday: tm.tm_wday.clamp(0, 6) as usize,
-    })
-}
+use crate::engine::sys::{Tm, localtime};
 
 /// `ctime(3)`: `"Sat Nov 21 22:50:36 2026\n"`; glibc's `(null)` when the
 /// time cannot be converted.

@@ -12,9 +12,7 @@
 mod callchain;
 mod events;
 mod heads;
-mod output;
 mod prefetch;
-pub use output::thread_cpu;
 pub mod fields;
 pub mod format;
 pub mod header;
@@ -27,7 +25,10 @@ use perf_data::evlist::Evlist;
 use perf_data::record::kind;
 use crate::error::{Error, Result};
 use crate::session::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
+use crate::engine::Threads;
+use crate::engine::printer::Printer;
 use crate::symbols::Symbolizer;
+use crate::symbols::loader::Loader;
 use crate::tracepoint::TracingData;
 
 use fields::{IpOpts, OutputFields, f, output_type};
@@ -79,8 +80,9 @@ pub struct Script {
     recent_maps: callchain::RecentMaps,
     /// Samples [`prefetch`] may still look at.
     lookahead_left: u32,
-    /// The printer thread; `buf` is the text for it.
-    out: output::Output,
+    /// The printing side (see [`crate::engine::printer`]); `buf` is the
+    /// text for it.
+    out: Printer<callchain::FrameFormatter, Loader>,
     buf: Vec<u8>,
     use_callchain: bool,
     /// Per output type: fields were checked against an event of that type.
@@ -106,7 +108,7 @@ pub struct Script {
 
 impl Script {
     /// Starts the printer thread (see [`output`]) writing to `out`.
-    pub fn new<W: Write + Send + 'static>(opts: ScriptOptions, symbolizer: Symbolizer, out: W) -> Script {
+    pub fn new<W: Write + Send + 'static>(opts: ScriptOptions, symbolizer: Symbolizer, out: W, threads: Threads) -> Script {
         let use_callchain = !opts.hide_call_graph;
         Script {
             opts,
@@ -114,7 +116,7 @@ impl Script {
             shipped: Vec::new(),
             recent_maps: Default::default(),
             lookahead_left: prefetch::LOOKAHEAD_SAMPLES,
-            out: output::Output::start(out, symbolizer.config.clone(), symbolizer.build_id_pairs()),
+            out: callchain::printer(out, threads, symbolizer.config.clone(), symbolizer.build_id_pairs()),
             symbolizer,
             buf: Vec::new(),
             use_callchain,

@@ -23,7 +23,7 @@
 //! samples load nothing.
 
 use super::fields::{f, output_type};
-use super::output::LoadRequest;
+use crate::symbols::loader::LoadRequest;
 use super::{Script, context};
 use crate::fasthash::FastMap;
 use crate::machine::{CpuMode, DsoId, DsoKind, Machine, dsos};

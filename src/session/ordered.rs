@@ -138,7 +138,7 @@ impl<'a> OrderedEvents<'a> {
         let mut drained = self.items.drain(..n);
         for q in drained.by_ref() {
             if let Some(p) = ahead.next() {
-                prefetch(p);
+                crate::engine::fast::prefetch(p);
             }
             let t = q.time;
             self.owned -= q.bytes.owned_len();
@@ -156,20 +156,6 @@ impl<'a> OrderedEvents<'a> {
 
 /// How many records ahead of delivery their bytes are asked for.
 const PREFETCH: usize = 4;
-
-#[inline(always)]
-fn prefetch(addr: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it does not fault on any address.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(addr as *const i8);
-        _mm_prefetch::<_MM_HINT_T0>(addr.wrapping_add(64) as *const i8);
-        _mm_prefetch::<_MM_HINT_T0>(addr.wrapping_add(128) as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = addr;
-}
 
 #[cfg(test)]
 mod tests {

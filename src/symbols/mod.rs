@@ -17,6 +17,7 @@ pub mod elf;
 mod itanium;
 pub mod kallsyms;
 pub mod load;
+pub mod loader;
 pub mod rbtree;
 mod rust_v0;
 pub mod symtab;
