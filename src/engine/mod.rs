@@ -5,10 +5,12 @@
 //!
 //! (The threads and their invariants are described as they move here.)
 
+pub mod board;
 pub mod fast;
 pub mod kept;
 pub mod mapping;
 mod pager;
+pub mod pieces;
 pub mod printer;
 pub mod sys;
 

@@ -183,7 +183,7 @@ pub struct Symbolizer {
     no_inlines: Rc<[InlineEntry]>,
     /// A kallsyms file being read on another thread, coming in pieces
     /// (`None`: reading failed; see [`Symbolizer::read_kallsyms_ahead`]).
-    kallsyms_ahead: Option<(PathBuf, std::sync::mpsc::Receiver<Option<Vec<u8>>>)>,
+    kallsyms_ahead: Option<(PathBuf, crate::engine::pieces::Pieces)>,
 }
 
 impl Symbolizer {
@@ -210,25 +210,11 @@ impl Symbolizer {
     /// early text is used only if it is the same file. Call after
     /// [`Symbolizer::set_build_ids`].
     pub fn read_kallsyms_ahead(&mut self) {
-        use std::io::Read;
-        const PIECE: u64 = 256 << 10;
+        const PIECE: usize = 256 << 10;
         let bid = self.build_ids.get(KERNEL_DSO_NAME.as_bytes()).cloned();
         let Some(path) = self.kallsyms_path(bid.as_deref()) else { return };
-        let reading = path.clone();
-        let (pieces, arrive) = std::sync::mpsc::channel();
-        let read = move || {
-            let Ok(mut file) = std::fs::File::open(reading) else { return pieces.send(None) };
-            loop {
-                let mut piece = Vec::with_capacity(PIECE as usize);
-                match (&mut file).take(PIECE).read_to_end(&mut piece) {
-                    Ok(0) => return Ok(()),
-                    Ok(_) => pieces.send(Some(piece))?,
-                    Err(_) => return pieces.send(None),
-                }
-            }
-        };
-        if std::thread::Builder::new().name("pstitch-ksyms".into()).spawn(read).is_ok() {
-            self.kallsyms_ahead = Some((path, arrive));
+        if let Some(pieces) = crate::engine::pieces::Pieces::start(path.clone(), PIECE) {
+            self.kallsyms_ahead = Some((path, pieces));
         }
     }
 
@@ -323,9 +309,9 @@ impl Symbolizer {
                 let mut data = Vec::with_capacity(ROOM);
                 let mut parser = kallsyms::Parser::default();
                 pieces
-                    .iter()
+                    .into_iter()
                     .try_for_each(|piece| {
-                        data.extend_from_slice(&piece?);
+                        data.extend_from_slice(&piece.ok()?);
                         parser.parse(&data, false);
                         parser.classify(&data);
                         Some(())

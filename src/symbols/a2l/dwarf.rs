@@ -11,6 +11,7 @@ use std::sync::Arc;
 use gimli::{AttributeValue, DebugInfo, EndianSlice, RunTimeEndian};
 
 use super::abbrev;
+use crate::engine::board::Board;
 use super::lines::{LineHit, LineTable, StrSections};
 use super::ranges::RangeIndex;
 use super::reader::Reader;
@@ -151,7 +152,7 @@ pub struct Decoded {
 
 /// What decoding a unit did to the reading state besides building its own
 /// tables, so that a session can do the same with tables decoded on
-/// another thread (see [`super::ahead`]).
+/// another thread (see `a2l::ahead`).
 #[derive(Debug, Default, Clone)]
 pub struct Trail {
     pub unit: u32,
@@ -266,7 +267,7 @@ pub struct Dwarf {
     /// Some unit failed to decode.
     pub failed: bool,
     /// Units decoded ahead by another thread, for a session.
-    ahead: Option<Arc<super::ahead::Shared>>,
+    ahead: Option<Arc<Board<Ready>>>,
     /// Names taken from the symbol table (see [`Name`]).
     owned: Vec<Arc<str>>,
     /// Units whose line table was decoded during the current lookup.
@@ -812,13 +813,13 @@ impl Dwarf {
     }
 
     /// Records what decodes do, to hand the tables to a session (see
-    /// [`super::ahead`]).
+    /// `a2l::ahead`).
     pub fn record(&mut self) {
         self.recording = Some(Vec::new());
     }
 
     /// Takes units decoded ahead by another thread.
-    pub fn take_ahead(&mut self, shared: Arc<super::ahead::Shared>) {
+    pub fn take_ahead(&mut self, shared: Arc<Board<Ready>>) {
         self.ahead = Some(shared);
     }
 
