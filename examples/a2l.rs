@@ -4,13 +4,11 @@
 
 use std::io::BufRead;
 
-use pstitch::symbols::a2l::Session;
-use pstitch::symbols::elf::Elf;
+use pstitch::Addr2line;
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: a2l FILE < addresses");
-    let elf = Elf::open(std::path::Path::new(&path)).expect("an ELF file");
-    let mut s = Session::new(elf);
+    let mut s = Addr2line::open(std::path::Path::new(&path)).expect("an ELF file");
     for line in std::io::stdin().lock().lines() {
         let line = line.unwrap();
         let t = line.trim().trim_start_matches("0x");

@@ -10,7 +10,7 @@ fn main() {
     let mut out = std::io::BufWriter::new(std::io::stdout());
     for line in stdin.lock().lines() {
         let line = line.expect("reading standard input");
-        let shown = if cxx_only { pstitch::symbols::demangle::cxx(&line) } else { pstitch::symbols::demangle::demangle(&line) };
+        let shown = if cxx_only { pstitch::demangle_cxx(&line) } else { pstitch::demangle(&line) };
         writeln!(out, "{}", shown.as_deref().unwrap_or(&line)).expect("writing");
     }
 }

@@ -1,4 +1,6 @@
-//! Command line: perf's option names, parsed with clap, driving the library.
+//! Command line: perf's option names, parsed with clap, mapped onto the
+//! library's options; the library's report mapped onto messages and exit
+//! codes.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,12 +8,21 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use perf_data::Input;
-use crate::session::filter::{self, SampleFilter};
-use crate::script::header;
-use crate::script::{DEFAULT_MAX_STACK, Script, ScriptOptions};
-use crate::session::{Limits, Session, SessionOptions};
-use crate::symbols::{SymbolConfig, Symbolizer};
+/// Writes one line to stderr; a closed stderr is not worth dying for
+/// (`eprintln!` would panic).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// Writes to stderr without a newline (the progress line).
+fn say_inline(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().write_fmt(args);
+}
+
+use pstitch::script::{self, HeaderMode, Outcome, Report, ScriptConfig, ScriptOptions, Source};
+use pstitch::{Progress, SampleFilter, SessionOptions, SymbolConfig, Threads};
 
 #[derive(Parser, Debug)]
 #[command(name = "pstitch", version, about = "A fast, exact `perf script` with deferred user callchains")]
@@ -61,7 +72,7 @@ pub struct ScriptArgs {
     pub hide_call_graph: bool,
 
     /// Print at most this many callchain entries per sample.
-    #[arg(long = "max-stack", value_name = "N", default_value_t = DEFAULT_MAX_STACK)]
+    #[arg(long = "max-stack", value_name = "N", default_value_t = script::DEFAULT_MAX_STACK)]
     pub max_stack: usize,
 
     /// Show inline functions in callchains (default).
@@ -164,46 +175,9 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
-    // glibc gives threads arenas of their own up to 8 per core; pstitch's
-    // four threads (reader, loader, formatter, copier) need one each: with
-    // two, the formatter and the loader, both allocating while units are
-    // decoded and tables loaded, waited for each other's arena lock
-    // (~1,100 futex waits a run on the benchmark recording; 2-4% of the
-    // wall time for ~5 MB of peak RSS).
-    //
-    // Blocks up to 32 MiB come from the arenas and freed memory stays there
-    // (up to 256 MiB at the top of the heap) rather than going back to the
-    // kernel: a symbol table's sort buffers, a decoded unit's rows, a
-    // batch's text are allocated and freed again and again, and memory
-    // given back is faulted in (and zeroed) anew the next time. glibc
-    // adapts its threshold to what is freed, but only after the first
-    // large block went back; fixed, the benchmark recording takes ~4,000
-    // fewer page faults (of ~58,000) at the same peak RSS.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters; no thread has
-    // started yet.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 4);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
-    }
-    // pstitch is a batch job whose threads hand work to each other: a
-    // thread woken by a handover need not take the core from one that is
-    // busy (wakeup preemption: a switch and a colder cache each time). Its
-    // share of the CPU stays what it was (SCHED_BATCH keeps the nice value
-    // and asks for no privilege); the threads started later inherit it.
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_setscheduler only reads the parameter it is given.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-    }
     let cli = Cli::parse();
     match cli.command {
-        Command::Script(args) => {
-            let stdout = std::io::stdout();
-            ExitCode::from(run_script(&args, stdout, &mut std::io::stderr(), true))
-        }
+        Command::Script(args) => ExitCode::from(run_script(&args)),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -252,11 +226,11 @@ impl ProgressLine {
         Some(ProgressLine { name: name.to_string(), start: std::time::Instant::now(), delay: std::time::Duration::from_millis(delay), last: None })
     }
 
-    fn update(&mut self, p: crate::session::Progress) {
+    fn update(&mut self, p: Progress) {
         let now = std::time::Instant::now();
         if p.done {
             if self.last.is_some() {
-                eprint!("\r\x1b[K");
+                say_inline(format_args!("\r\x1b[K"));
             }
             return;
         }
@@ -267,7 +241,7 @@ impl ProgressLine {
         self.last = Some(now);
         let rate = p.records as f64 / elapsed.as_secs_f64().max(1e-3);
         let pct = p.total.filter(|&t| t > 0).map(|t| format!("{:.0}% of ", p.position as f64 * 100.0 / t as f64)).unwrap_or_default();
-        eprint!("\r\x1b[K[ pstitch: {pct}{} | {} records | {} records/s ]", self.name, human(p.records as f64), human(rate));
+        say_inline(format_args!("\r\x1b[K[ pstitch: {pct}{} | {} records | {} records/s ]", self.name, human(p.records as f64), human(rate)));
     }
 }
 
@@ -282,12 +256,13 @@ fn human(v: f64) -> String {
 }
 
 /// `-v`: what was read, on stderr (perf's `perf report -D`-style counts).
-fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::StitchStats) {
-    use perf_data::record::kind;
+fn print_stats(name: &str, report: &Report) {
+    use pstitch::perf_data::record::kind;
+    let (st, stitch) = (&report.stats, &report.stitch);
     let total: u64 = st.by_type.iter().map(|(_, n)| n).sum();
-    eprintln!("pstitch: {name}: {total} records");
+    say!("pstitch: {name}: {total} records");
     for (t, n) in st.by_type.iter() {
-        eprintln!("  {:>20}: {n}", kind::name(t));
+        say!("  {:>20}: {n}", kind::name(t));
     }
     let extra = [
         ("records for unknown event ids", st.nr_unknown_id),
@@ -297,48 +272,40 @@ fn print_stats(name: &str, st: &crate::session::Stats, stitch: &crate::session::
         ("samples lost (PERF_RECORD_LOST_SAMPLES)", st.lost_samples),
     ];
     for (what, n) in extra.iter().filter(|(_, n)| *n > 0) {
-        eprintln!("  {what}: {n}");
+        say!("  {what}: {n}");
     }
     if stitch.held > 0 || stitch.deferred_records > 0 {
-        eprintln!(
+        say!(
             "  deferred callchains: {} samples held (at most {} at once), {} merged, {} unmerged, {} unstitched; {} deferred records, {} matched nothing",
             stitch.held, stitch.peak_held, stitch.merged, stitch.unmerged, stitch.flushed, stitch.deferred_records, stitch.unmatched_records
         );
     }
+    say!("  CPU time: {:.2} s reading, {:.2} s printing", report.reading_cpu.as_secs_f64(), report.printing_cpu.as_secs_f64());
 }
 
 /// The filters that need no knowledge of the input.
 fn parse_filters(args: &ScriptArgs, f: &mut SampleFilter) -> Result<(), String> {
     if let Some(c) = &args.comms {
-        f.comms = Some(filter::parse_list(c));
+        f.comms = Some(SampleFilter::parse_list(c));
     }
     if let Some(p) = &args.pid {
-        f.pids = Some(filter::parse_int_list(p)?);
+        f.pids = Some(SampleFilter::parse_int_list(p)?);
     }
     if let Some(t) = &args.tid {
-        f.tids = Some(filter::parse_int_list(t)?);
+        f.tids = Some(SampleFilter::parse_int_list(t)?);
     }
     if let Some(c) = &args.cpu {
-        f.cpus = Some(filter::parse_cpu_list(c)?);
+        f.cpus = Some(SampleFilter::parse_cpu_list(c)?);
     }
     Ok(())
 }
 
-/// Writes one line to stderr; a closed stderr is not worth dying for.
-fn say(err: &mut dyn Write, args: std::fmt::Arguments<'_>) {
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
-}
 
-/// What the options say, checked before the input is opened.
-struct Prepared {
-    opts: ScriptOptions,
-    session: SessionOptions,
-    config: SymbolConfig,
-}
 
-fn prepare(args: &ScriptArgs, err: &mut dyn Write) -> Result<Prepared, u8> {
-    let mut opts = ScriptOptions {
+/// The options as the library takes them; `Err` with the exit code once
+/// the reason was said.
+fn config(args: &ScriptArgs) -> Result<ScriptConfig, u8> {
+    let mut output = ScriptOptions {
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,
         max_stack: args.max_stack,
@@ -349,19 +316,19 @@ fn prepare(args: &ScriptArgs, err: &mut dyn Write) -> Result<Prepared, u8> {
     };
     let mut session = SessionOptions { no_merge_callchains: args.no_merge_callchains, ..Default::default() };
     if let Err(e) = parse_filters(args, &mut session.filter) {
-        say(err, format_args!("{e}"));
+        say!("{e}");
         return Err(EXIT_USAGE);
     }
     for spec in &args.fields {
-        match opts.fields.parse(spec) {
-            Ok(warnings) => warnings.iter().for_each(|w| say(err, format_args!("{w}"))),
+        match output.fields.parse(spec) {
+            Ok(warnings) => warnings.iter().for_each(|w| say!("{w}")),
             Err(e) => {
-                say(err, format_args!("{}", e.0));
+                say!("{}", e.0);
                 return Err(EXIT_USAGE);
             }
         }
     }
-    let config = SymbolConfig {
+    let symbols = SymbolConfig {
         symfs: args.symfs.clone(),
         kallsyms: args.kallsyms.clone(),
         buildid_dir: buildid_dir(),
@@ -370,23 +337,27 @@ fn prepare(args: &ScriptArgs, err: &mut dyn Write) -> Result<Prepared, u8> {
         inline: !args.no_inline,
         full_source_path: args.full_source_path,
     };
-    Ok(Prepared { opts, session, config })
+    let header = match (args.header_only, args.header) {
+        (true, _) => HeaderMode::Only,
+        (false, true) => HeaderMode::With,
+        (false, false) => HeaderMode::None,
+    };
+    Ok(ScriptConfig { output, session, symbols, header, show_info: args.show_info, time: args.time.clone(), threads: Threads::from_env() })
 }
 
-/// `pstitch script`: opens the input and prints it to `out`; messages go
-/// to `err`. `progress`: show a progress line when stderr is a terminal
-/// and stdout is not. Returns the exit code.
-pub fn run_script<W: Write + Send + 'static>(args: &ScriptArgs, out: W, err: &mut dyn Write, progress: bool) -> u8 {
-    let prepared = match prepare(args, err) {
-        Ok(p) => p,
+/// `pstitch script`: opens the input and prints it to standard output;
+/// messages go to standard error. Returns the exit code.
+fn run_script(args: &ScriptArgs) -> u8 {
+    let config = match config(args) {
+        Ok(c) => c,
         Err(code) => return code,
     };
     let path = args.input.clone().unwrap_or_else(default_input);
     let name = path.display().to_string();
-    let input = match crate::engine::open_input(&path, crate::engine::Threads::from_env()) {
+    let input = match pstitch::open(&path, config.threads) {
         Ok(i) => i,
         Err(e) => {
-            say(err, format_args!("pstitch: {name}: {e}"));
+            say!("pstitch: {name}: {e}");
             return EXIT_DAMAGED;
         }
     };
@@ -397,246 +368,21 @@ pub fn run_script<W: Write + Send + 'static>(args: &ScriptArgs, out: W, err: &mu
         use std::os::unix::fs::MetadataExt;
         m.mtime()
     });
-    let progress = if progress { ProgressLine::for_terminal(&name) } else { None };
-    let source = Source { name: &name, mtime, limits: Limits::default(), progress, process_exits: true };
-    run_prepared(args, prepared, source, input, out, err)
-}
-
-/// A value freed when it goes out of scope, unless the process is about
-/// to exit: then the exit takes it back whole. (A script's threads wait for
-/// input that will not come; the exit ends them.)
-struct KeepAtExit<T> {
-    value: Option<T>,
-    exiting: bool,
-}
-
-impl<T> Drop for KeepAtExit<T> {
-    fn drop(&mut self) {
-        if self.exiting {
-            std::mem::forget(self.value.take());
-        }
+    let progress = ProgressLine::for_terminal(&name).map(|mut p| Box::new(move |pr: Progress| p.update(pr)) as Box<dyn FnMut(Progress)>);
+    let source = Source { name: &name, mtime, progress, process_exits: true };
+    let report = script::run(input, source, config, std::io::stdout());
+    // A closed stderr is not worth dying for.
+    let mut err = std::io::stderr().lock();
+    for m in &report.messages {
+        let _ = writeln!(err, "{m}");
     }
-}
-
-impl<T> std::ops::Deref for KeepAtExit<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.value.as_ref().expect("taken only when dropped")
-    }
-}
-
-impl<T> std::ops::DerefMut for KeepAtExit<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.value.as_mut().expect("taken only when dropped")
-    }
-}
-
-/// Where the input came from, and how to read it.
-struct Source<'n> {
-    /// How messages call the input.
-    name: &'n str,
-    mtime: Option<i64>,
-    limits: Limits,
-    progress: Option<ProgressLine>,
-    /// The process ends after this run (the command line's run): what the
-    /// run built (symbol tables, inline-frame state, caches: hundreds of
-    /// thousands of allocations) is left to the exit instead of being
-    /// freed one by one.
-    process_exits: bool,
-}
-
-/// `pstitch script` on an opened input (`name` is how messages call it),
-/// within `limits`. Never panics on any input; returns the exit code.
-pub fn run_input<W: Write + Send + 'static>(args: &ScriptArgs, name: &str, input: Input, limits: Limits, out: W, err: &mut dyn Write) -> u8 {
-    match prepare(args, err) {
-        Ok(p) => run_prepared(args, p, Source { name, mtime: None, limits, progress: None, process_exits: false }, input, out, err),
-        Err(code) => code,
-    }
-}
-
-fn run_prepared<W: Write + Send + 'static>(args: &ScriptArgs, prepared: Prepared, source: Source<'_>, mut input: Input, mut out: W, err: &mut dyn Write) -> u8 {
-    let Prepared { opts, session: mut session_opts, config } = prepared;
-    let name = source.name;
-    let (evlist, features, warnings) = input.take_header();
-    if args.header || args.header_only {
-        let mut text = Vec::new();
-        match input.info.as_ref() {
-            Some(info) => {
-                let pmus = header::Pmus::system();
-                let warnings = header::print_file_info(&mut text, source.mtime, &info.header, &features, &evlist, args.show_info, &pmus);
-                for w in warnings {
-                    say(err, format_args!("pstitch: {name}: warning: {w}"));
-                }
-            }
-            None => header::print_pipe_info(&mut text, source.mtime),
-        }
-        match out.write_all(&text).and_then(|_| out.flush()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return EXIT_OK,
-            Err(e) => {
-                say(err, format_args!("pstitch: writing output: {e}"));
-                return EXIT_DAMAGED;
-            }
-        }
-        if args.header_only {
-            return EXIT_OK;
-        }
-    }
-    if let Some(t) = &args.time {
-        // Percentages are of the span perf record stored in SAMPLE_TIME.
-        let (first, last) = features
-            .get(perf_data::features::feat::SAMPLE_TIME)
-            .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
-            .unwrap_or((0, 0));
-        if t.contains('%') && first == 0 && last == 0 {
-            say(err, format_args!("HINT: no first/last sample time found in perf data."));
-            return EXIT_USAGE;
-        }
-        match filter::parse_time(t, first, last) {
-            Ok(r) => session_opts.filter.time = r,
-            Err(e) => {
-                say(err, format_args!("{e}"));
-                return EXIT_USAGE;
-            }
-        }
-    }
-    for w in &warnings {
-        say(err, format_args!("pstitch: {name}: warning: {w}"));
-    }
-    let threads = crate::engine::Threads::from_env();
-    let mut symbolizer = Symbolizer::new(config);
-    symbolizer.set_build_ids(features.build_ids());
-    if threads == crate::engine::Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(perf_data::attr::flag::EXCLUDE_KERNEL)) {
-        symbolizer.read_kallsyms_ahead();
-    }
-    if session_opts.filter.cpus.is_some() {
-        // perf requires CPU in the first event of every type.
-        let mut seen = std::collections::BTreeSet::new();
-        let lacking = evlist
-            .evsels
-            .iter()
-            .filter(|e| seen.insert(e.attr.type_))
-            .any(|e| !e.attr.samples(perf_data::attr::sample_type::CPU));
-        if lacking {
-            say(err, format_args!("File does not contain CPU events. Remove -C option to proceed."));
-            return EXIT_DAMAGED;
-        }
-    }
-    let mut script = KeepAtExit { value: Some(Script::new(opts, symbolizer, out, threads)), exiting: source.process_exits };
-    let pipe = input.pipe;
-    if !pipe {
-        if let Some(td) = features.get(perf_data::features::feat::TRACING_DATA)
-            && let Err(e) = script.load_tracing_data(td, false)
-        {
-            say(err, format_args!("pstitch: {name}: tracing data: {e}"));
-        }
-        if let Err(e) = script.check_tracepoint_formats(&evlist) {
-            say(err, format_args!("{e}"));
-            return EXIT_DAMAGED;
-        }
-        if let Err(e) = script.check_output(&evlist) {
-            say(err, format_args!("{}", e.0));
-            return EXIT_USAGE;
-        }
-    }
-    session_opts.limits = source.limits;
-    let mut session = Session::new(input.records(), evlist, features, pipe, session_opts);
-    if let Some(mut p) = source.progress {
-        session.set_progress(move |pr| p.update(pr));
-    }
-    if pipe && (args.header || args.show_info) {
-        // perf prints pipe-mode features as they arrive.
-        script.print_features(header::FeatureStream::new(args.show_info, header::Pmus::system()));
-    }
-    let result = session.run(&mut *script);
-    let flushed = script.flush();
-    // `pstitch script ... | head`: the reader has gone, so has our audience.
-    if result.as_ref().is_err_and(|e| e.is_broken_pipe()) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
-        return EXIT_OK;
-    }
-    for w in std::mem::take(&mut script.feature_warnings).into_iter().chain(session.warnings.messages()) {
-        say(err, format_args!("pstitch: {name}: warning: {w}"));
-    }
-    let stats = &session.stats;
-    if stats.nr_lost_records > 0 {
-        say(
-            err,
-            format_args!(
-                "pstitch: {name}: warning: {} PERF_RECORD_LOST records: {} events were lost (the ring buffer overflowed; check IO/CPU overload)",
-                stats.nr_lost_records, stats.lost_events
-            ),
-        );
-    }
-    if stats.lost_samples > 0 {
-        say(err, format_args!("pstitch: {name}: warning: {} samples were lost (PERF_RECORD_LOST_SAMPLES)", stats.lost_samples));
-    }
-    if session.machine.forks_without_maps > 0 {
-        say(
-            err,
-            format_args!(
-                "pstitch: {name}: warning: {} forked processes did not inherit their parent's maps: {} map entries had been copied already (the limit)",
-                session.machine.forks_without_maps, session.machine.fork_maps_copied
-            ),
-        );
-    }
+    drop(err);
     if args.verbose > 0 {
-        print_stats(name, &session.stats, &session.stitch_stats());
-        let reading = crate::engine::thread_cpu();
-        say(err, format_args!("  CPU time: {:.2} s reading, {:.2} s printing", reading.as_secs_f64(), script.printer_cpu().as_secs_f64()));
+        print_stats(&name, &report);
     }
-    let st = session.stitch_stats();
-    if st.flushed + st.unmerged + st.unmatched_records > 0 {
-        say(
-            err,
-            format_args!(
-                "pstitch: {name}: deferred callchains: {} of {} held samples merged, {} delivered unmerged (another cookie came first), {} unstitched at end of input; {} of {} deferred records matched no sample",
-                st.merged, st.held, st.unmerged, st.flushed, st.unmatched_records, st.deferred_records
-            ),
-        );
+    match report.outcome {
+        Outcome::Printed => EXIT_OK,
+        Outcome::Usage => EXIT_USAGE,
+        Outcome::Failed => EXIT_DAMAGED,
     }
-    if let Err(e) = flushed {
-        say(err, format_args!("pstitch: writing output: {e}"));
-        return EXIT_DAMAGED;
-    }
-    match result {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            say(err, format_args!("pstitch: {name}: {e}"));
-            EXIT_DAMAGED
-        }
-    }
-}
-
-/// One run of the whole pipeline on `data` held in memory, output thrown
-/// away: what the fuzz target (`fuzz/`) and the mutation tests call. The
-/// last byte picks some options so that more printing paths are covered.
-/// Returns the exit code.
-pub fn script_bytes(data: &[u8]) -> u8 {
-    let pick = data.last().copied().unwrap_or(0);
-    let args = ScriptArgs {
-        ns: pick & 1 != 0,
-        hide_call_graph: pick & 2 != 0,
-        no_merge_callchains: pick & 4 != 0,
-        show_lost_events: pick & 8 == 0,
-        max_stack: if pick & 16 != 0 { 3 } else { DEFAULT_MAX_STACK },
-        // Nothing outside the input may be read.
-        symfs: Some(PathBuf::from("/nonexistent/pstitch-symfs")),
-        kallsyms: Some(PathBuf::from("/nonexistent/pstitch-kallsyms")),
-        ..Default::default()
-    };
-    let limits = Limits { max_chunk_output: 8 << 20, max_queued_bytes: 64 << 20 };
-    let mut err = std::io::sink();
-    let mut code = match perf_data::Input::from_bytes(perf_data::FileBytes::Owned(data.to_vec())) {
-        Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
-        Err(_) => EXIT_DAMAGED,
-    };
-    // Pipe-mode data also goes through the streaming reader.
-    if perf_data::header::is_pipe_header(data).is_some() {
-        let reader = Box::new(std::io::Cursor::new(data.to_vec()));
-        code = code.max(match perf_data::Input::from_reader(reader) {
-            Ok(input) => run_input(&args, "fuzz", input, limits, std::io::sink(), &mut err),
-            Err(_) => EXIT_DAMAGED,
-        });
-    }
-    code
 }

@@ -4,22 +4,76 @@
 //! The pipeline, one module per stage, data flowing one way:
 //!
 //! ```text
-//! perf_data (records, attrs, features)
-//!   -> session (ordering, attrs/features from the stream, deferred stitching)
-//!     -> machine (threads, comms, maps)  +  symbols (ELF, DWARF, kallsyms)
-//!       -> script (perf script's text)
+//! perf_data (the pstitch-perf-data crate: header, attrs, features, records)
+//!   -> session (ordering, deferred stitching, filters; keeps the machine)
+//!     -> machine (threads, comms, maps)
+//!       -> symbols (ELF, DWARF inline frames, kallsyms, demangling)
+//!         -> a tool: script (perf script's text), or yours
 //! ```
+//!
+//! Threads, hand-offs between them and `unsafe` code live in one private
+//! module (`engine`); everything else is single-threaded, safe Rust.
+//!
+//! # Example
+//!
+//! Print each sample's thread and the symbol of its address, with the
+//! machine (threads, maps) the session keeps and a symbolizer of your own:
+//!
+//! ```
+//! use pstitch::{Context, CpuMode, SampleEvent, Session, SessionOptions, SymbolConfig, Symbolizer, Threads, Tool};
+//!
+//! struct Symbols {
+//!     symbolizer: Symbolizer,
+//!     lines: Vec<String>,
+//! }
+//!
+//! impl Tool for Symbols {
+//!     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> pstitch::Result<()> {
+//!         let s = ev.sample;
+//!         let mode = CpuMode::from_misc(ev.record.header.misc);
+//!         let name = match self.symbolizer.resolve(cx.machine, s.tid, mode, s.ip) {
+//!             Some((_, sym)) => sym.name.to_string(),
+//!             None => "[unknown]".to_string(),
+//!         };
+//!         self.lines.push(format!("{} {} {:x} {name}", ev.comm, s.tid, s.ip));
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let dir = std::path::Path::new("tests/golden/c-threads");
+//! let mut input = pstitch::open(&dir.join("perf.data"), Threads::Single)?;
+//! let (evlist, features, _warnings) = input.take_header();
+//! let pipe = input.pipe;
+//! let mut session = Session::new(input.records(), evlist, features, pipe, SessionOptions::default());
+//! let config = SymbolConfig { symfs: Some(dir.join("symfs")), kallsyms: Some(dir.join("kallsyms")), ..SymbolConfig::perf() };
+//! let mut tool = Symbols { symbolizer: Symbolizer::new(config), lines: Vec::new() };
+//! session.run(&mut tool)?;
+//! assert!(tool.lines.iter().any(|l| l.starts_with("cw-sort ") && l.ends_with(" cmp_u32")));
+//! # Ok::<(), pstitch::Error>(())
+//! ```
+//!
+//! [`script::run`] is all of `pstitch script` as one call.
 
-pub mod cli;
-pub mod fasthash;
-pub mod engine;
-pub mod error;
-pub mod machine;
-pub use perf_data;
+mod engine;
+mod error;
+mod fasthash;
+mod machine;
 pub mod script;
-pub mod session;
-pub mod symbols;
-pub mod tracepoint;
+mod session;
+mod symbols;
+mod tracepoint;
+
+pub use perf_data;
+
+pub use engine::{Threads, open_input as open};
+pub use error::{Error, Result};
+pub use machine::{Comm, CpuMode, Dso, DsoId, DsoKind, Dsos, Machine, Map, MapKind, Maps, Thread};
+pub use session::{
+    Callchain, Context, DeferredEvent, Event, Limits, Progress, SampleEvent, SampleFilter, Session, SessionOptions, SideBand, Stats, StitchStats,
+    Tool,
+};
+pub use symbols::demangle::{cxx as demangle_cxx, demangle};
+pub use symbols::{Addr2line, Addr2lineRecord, InlineEntry, Symbol, SymbolConfig, Symbolizer};
 
 /// Helpers for the unit tests.
 #[cfg(test)]

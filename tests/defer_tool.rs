@@ -8,8 +8,8 @@ use pstitch::perf_data::Input;
 use pstitch::perf_data::attr::{flag, sample_type};
 use pstitch::perf_data::record::kind;
 use pstitch::perf_data::FileBytes;
-use pstitch::error::Result;
-use pstitch::session::{Context, DeferredEvent, Event, SampleEvent, Session, SessionOptions, Tool};
+use pstitch::Result;
+use pstitch::{Context, DeferredEvent, Event, SampleEvent, Session, SessionOptions, Tool};
 
 const USER: u64 = (-512i64) as u64;
 const KERNEL: u64 = (-128i64) as u64;

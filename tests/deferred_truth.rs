@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pstitch::perf_data::Input;
-use pstitch::error::Result;
-use pstitch::session::{Context, DeferredEvent, SampleEvent, Session, SessionOptions, Tool};
+use pstitch::Result;
+use pstitch::{Context, DeferredEvent, SampleEvent, Session, SessionOptions, Tool};
 
 type Key = (i64, String);
 

@@ -18,7 +18,7 @@ fn cxx_names_match_cxa_demangle() {
             for line in text.lines() {
                 let (name, want) = line.split_once('\t').expect("name<TAB>expected");
                 let want = (!want.is_empty()).then_some(want);
-                let got = pstitch::symbols::demangle::cxx(name);
+                let got = pstitch::demangle_cxx(name);
                 total += 1;
                 if got.as_deref() != want {
                     failed.push(format!("{name}\n  __cxa_demangle: {want:?}\n  pstitch:        {got:?}"));

@@ -5,6 +5,8 @@
 //! `cargo test` without --release; the unit tests next to the fixed code
 //! check the values in every build.)
 
+mod common;
+
 #[test]
 fn fuzz_findings_no_longer_crash() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions");
@@ -14,7 +16,7 @@ fn fuzz_findings_no_longer_crash() {
     let mut failed = Vec::new();
     for f in &files {
         let data = std::fs::read(f).unwrap();
-        if std::panic::catch_unwind(|| pstitch::cli::script_bytes(&data)).is_err() {
+        if std::panic::catch_unwind(|| common::script_bytes(&data)).is_err() {
             failed.push(f.display().to_string());
         }
     }

@@ -22,6 +22,9 @@
 //! harness pins it (HEADER_MTIME) and runs pstitch with TZ=UTC, as
 //! make-golden.sh does for perf-ref.
 //!
+//! Every variant runs twice: with pstitch's threads and single-threaded
+//! (`PSTITCH_THREADS=1`); both must match.
+//!
 //! Usage: `cargo test --test golden [-- FILTER]` (FILTER: substring of
 //! `case/variant`). On a mismatch the first differing lines are shown.
 
@@ -147,12 +150,24 @@ fn binary() -> std::path::PathBuf {
     std::path::absolute(&bin).unwrap_or(bin)
 }
 
+/// Runs one variant, multi-threaded and single-threaded
+/// (`PSTITCH_THREADS=1`): both must print the expected bytes.
+fn run(case: &Path, variant: &str) -> Result<usize, String> {
+    let n = run_with(case, variant, None)?;
+    run_with(case, variant, Some("1")).map_err(|why| format!("single-threaded (PSTITCH_THREADS=1): {why}"))?;
+    Ok(n)
+}
+
 /// Runs one variant; `Ok(n)` if stdout matches (`n` lines differing only by
 /// a declared deviation), else a description.
-fn run(case: &Path, variant: &str) -> Result<usize, String> {
+fn run_with(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, String> {
     let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).map_err(|e| e.to_string())?;
     let expected = std::fs::read(case.join(format!("{variant}.out"))).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(binary());
+    match threads {
+        Some(t) => cmd.env("PSTITCH_THREADS", t),
+        None => cmd.env_remove("PSTITCH_THREADS"),
+    };
     if args.split_whitespace().any(|a| a == "--header" || a == "--header-only") {
         pin_mtime(&case.join("perf.data"))?;
         cmd.env("TZ", "UTC");

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use pstitch::perf_data::Input;
-use pstitch::error::Result;
+use pstitch::Result;
 use pstitch::perf_data::record::kind;
-use pstitch::session::{Context, Event, SampleEvent, Session, Tool};
+use pstitch::{Context, Event, SampleEvent, Session, Tool};
 
 #[derive(Default)]
 struct Watch {

@@ -2,7 +2,7 @@
 //! size-corrupted copies of several recordings go through the whole
 //! pipeline in-process (reader, session, printer; pipe data also through
 //! the streaming reader). None may panic; every run must end within a time
-//! budget; every failure exit (code 1) must come with a message on stderr
+//! budget; every failure (exit code 1) must come with a message on stderr
 //! naming the input. The mutations come from a fixed seed, so a failure
 //! reproduces; the failing mutation is written to the temp directory.
 
@@ -10,11 +10,11 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pstitch::cli::{EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, ScriptArgs, run_input};
-use pstitch::perf_data::Input;
+mod common;
+
 use pstitch::perf_data::header::is_pipe_header;
-use pstitch::perf_data::{FileBytes, FileInfo, RecordSource};
-use pstitch::session::Limits;
+use pstitch::perf_data::{FileInfo, RecordSource};
+use pstitch::script::{Outcome, ScriptOptions};
 
 /// xorshift64*: small, deterministic.
 struct Rng(u64);
@@ -128,29 +128,11 @@ fn mutations(name: &str, orig: &[u8], rng: &mut Rng) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-fn args() -> ScriptArgs {
-    ScriptArgs {
-        show_lost_events: true,
-        max_stack: pstitch::script::DEFAULT_MAX_STACK,
-        symfs: Some("/nonexistent".into()),
-        kallsyms: Some("/nonexistent".into()),
-        ..Default::default()
-    }
-}
-
-/// One run; returns (exit code, stderr).
-fn run_one(data: &[u8], stream: bool) -> (u8, String) {
-    let mut err = Vec::new();
-    let input = if stream { Input::from_reader(Box::new(std::io::Cursor::new(data.to_vec()))) } else { Input::from_bytes(FileBytes::Owned(data.to_vec())) };
-    let code = match input {
-        Ok(i) => run_input(&args(), "mut", i, Limits { max_chunk_output: 8 << 20, max_queued_bytes: 64 << 20 }, std::io::sink(), &mut err),
-        Err(e) => {
-            // What run_script prints when opening fails.
-            err.extend(format!("pstitch: mut: {e}\n").bytes());
-            EXIT_DAMAGED
-        }
-    };
-    (code, String::from_utf8_lossy(&err).into_owned())
+/// One run; returns (outcome, stderr).
+fn run_one(data: &[u8], stream: bool) -> (Outcome, String) {
+    let output = ScriptOptions { show_lost_events: true, ..Default::default() };
+    let report = common::run(data, stream, common::offline(output, Default::default()));
+    (report.outcome, report.messages.join("\n"))
 }
 
 #[test]
@@ -199,22 +181,22 @@ fn mutated_recordings_never_crash() {
                 }
                 let failure = match r {
                     Err(_) => Some("panicked".to_string()),
-                    Ok((code, err)) => {
-                        if code == EXIT_OK {
+                    Ok((outcome, err)) => {
+                        if outcome == Outcome::Printed {
                             stats.0 += 1;
                             None
-                        } else if code == EXIT_DAMAGED
-                            && err.lines().last().is_some_and(|l| l.starts_with("pstitch: mut: ") || l.starts_with("pstitch: writing"))
+                        } else if outcome == Outcome::Failed
+                            && err.lines().last().is_some_and(|l| l.starts_with("pstitch: memory: ") || l.starts_with("pstitch: writing"))
                         {
                             stats.1 += 1;
                             None
-                        } else if code == EXIT_USAGE && !err.trim().is_empty() {
+                        } else if outcome == Outcome::Usage && !err.trim().is_empty() {
                             // A damaged sample_type can make the default
                             // fields impossible: perf's own message.
                             stats.1 += 1;
                             None
                         } else {
-                            Some(format!("exit {code} without a final message naming the input; stderr: {err:?}"))
+                            Some(format!("{outcome:?} without a final message naming the input; stderr: {err:?}"))
                         }
                     }
                 };

@@ -9,10 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pstitch::error::Result;
+use pstitch::Result;
 use pstitch::perf_data::Input;
 use pstitch::perf_data::sample::context;
-use pstitch::session::{Context, SampleEvent, Session, Tool};
+use pstitch::{Context, SampleEvent, Session, Tool};
 
 /// (tid, time in ns, addresses shown).
 type Shown = (i32, u64, Vec<u64>);

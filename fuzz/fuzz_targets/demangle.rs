@@ -11,6 +11,6 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let name = String::from_utf8_lossy(data);
-    let _ = pstitch::symbols::demangle::demangle(&name);
-    let _ = pstitch::symbols::demangle::cxx(&name);
+    let _ = pstitch::demangle(&name);
+    let _ = pstitch::demangle_cxx(&name);
 });

@@ -5,6 +5,9 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
 fuzz_target!(|data: &[u8]| {
-    pstitch::cli::script_bytes(data);
+    common::script_bytes(data);
 });

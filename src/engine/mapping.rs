@@ -38,10 +38,6 @@ impl Mapping {
         self.map.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// Gives back the pages of `range` (page-aligned start; the end is
     /// rounded up by the kernel): a later read takes them again from the
     /// page cache.

@@ -58,7 +58,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("pstitch-pieces-{}", std::process::id()));
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
         std::fs::write(&path, &data).expect("write");
-        let got: Vec<u8> = Pieces::start(path.clone(), 4096).expect("thread").map(|p| p.expect("read")).flatten().collect();
+        let got: Vec<u8> = Pieces::start(path.clone(), 4096).expect("thread").flat_map(|p| p.expect("read")).collect();
         assert_eq!(got, data);
         let missing = Pieces::start(path.with_extension("missing"), 4096).expect("thread").next();
         assert!(matches!(missing, Some(Err(_))), "a file that cannot be opened says so");

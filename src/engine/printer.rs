@@ -605,11 +605,13 @@ impl<F: Format, L: Load<Loaded = F::Loaded>> Printer<F, L> {
     }
 
     /// Jobs in the batch being filled.
+    #[cfg(test)]
     pub fn jobs_queued(&self) -> usize {
         self.batch.jobs.len()
     }
 
     /// Requests made so far.
+    #[cfg(test)]
     pub fn requests_made(&self) -> u64 {
         self.requests
     }

@@ -73,7 +73,7 @@ pub struct DsoUpdate {
 }
 
 impl Dsos {
-    pub fn findnew(&mut self, name: &str, kind: DsoKind) -> DsoId {
+    pub(crate) fn findnew(&mut self, name: &str, kind: DsoKind) -> DsoId {
         if let Some(&id) = self.by_name.get(name) {
             return id;
         }
@@ -88,13 +88,13 @@ impl Dsos {
     /// How many additions and changes the table has seen: a copy that has
     /// applied the updates up to here is current.
     #[inline]
-    pub fn journal_len(&self) -> usize {
+    pub(crate) fn journal_len(&self) -> usize {
         self.journal.len()
     }
 
     /// The entries added or changed since the journal was `from` long, as
     /// they are now.
-    pub fn updates_since(&self, from: usize) -> Vec<DsoUpdate> {
+    pub(crate) fn updates_since(&self, from: usize) -> Vec<DsoUpdate> {
         let mut ids = self.journal.get(from..).unwrap_or_default().to_vec();
         ids.sort_unstable();
         ids.dedup();
@@ -114,7 +114,7 @@ impl Dsos {
 
     /// Applies an update taken from another table (entries arrive in id
     /// order, so a new one is always the next id).
-    pub fn apply(&mut self, u: DsoUpdate) {
+    pub(crate) fn apply(&mut self, u: DsoUpdate) {
         let id = if (u.id as usize) < self.list.len() { u.id } else { self.findnew(&u.name, u.kind) };
         let d = &mut self.list[id as usize];
         d.build_id = u.build_id;
@@ -129,7 +129,7 @@ impl Dsos {
         &self.list[id as usize]
     }
 
-    pub fn set_build_id(&mut self, id: DsoId, build_id: Vec<u8>) {
+    pub(crate) fn set_build_id(&mut self, id: DsoId, build_id: Vec<u8>) {
         let d = &mut self.list[id as usize];
         if d.build_id.as_deref() != Some(&build_id[..]) {
             d.build_id = Some(build_id);
@@ -137,7 +137,7 @@ impl Dsos {
         }
     }
 
-    pub fn set_ref_reloc(&mut self, id: DsoId, name: &str, addr: u64) {
+    pub(crate) fn set_ref_reloc(&mut self, id: DsoId, name: &str, addr: u64) {
         self.list[id as usize].ref_reloc = Some((name.into(), addr));
         self.journal.push(id);
     }

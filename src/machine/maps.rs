@@ -135,7 +135,7 @@ impl Maps {
     }
 
     /// Inserts `map`, trimming or splitting the maps it overlaps.
-    pub fn insert(&mut self, map: Map) {
+    pub(crate) fn insert(&mut self, map: Map) {
         if map.end <= map.start {
             return;
         }
@@ -164,19 +164,9 @@ impl Maps {
     }
 
     /// Removes the map starting at `start`.
-    pub fn remove(&mut self, start: u64) -> Option<Map> {
+    pub(crate) fn remove(&mut self, start: u64) -> Option<Map> {
         self.changed();
         self.by_start.remove(&start)
-    }
-
-    /// Removes every map that overlaps `[start, end)` entirely (used when a
-    /// kernel symbol goes away).
-    pub fn remove_range(&mut self, start: u64, end: u64) {
-        self.changed();
-        let keys: Vec<u64> = self.by_start.range(..end).filter(|(_, m)| m.end > start).map(|(&s, _)| s).collect();
-        for k in keys {
-            self.by_start.remove(&k);
-        }
     }
 }
 

@@ -94,12 +94,12 @@ pub struct Machine {
     /// Kernel DSOs whose map was already resized to their symbols.
     kernel_loaded: Vec<DsoId>,
     /// Map entries copied into forked processes so far.
-    pub fork_maps_copied: u64,
+    pub(crate) fork_maps_copied: u64,
     /// Forked processes that did not get their parent's maps because
     /// `fork_map_budget` was reached.
-    pub forks_without_maps: u64,
+    pub(crate) forks_without_maps: u64,
     /// Most map entries FORKs may copy ([`MAX_FORK_MAP_COPIES`]).
-    pub fork_map_budget: u64,
+    pub(crate) fork_map_budget: u64,
     /// Changes whenever a lookup could find something else than before: a
     /// map added, removed or resized, a thread created, gone or moved to
     /// another map group. What was found at one epoch holds until the next.
@@ -131,7 +131,7 @@ impl Machine {
     }
 
     /// See [`Machine::epoch`](Machine#structfield.epoch).
-    pub fn epoch(&self) -> u64 {
+    pub(crate) fn epoch(&self) -> u64 {
         self.epoch
     }
 
@@ -162,12 +162,12 @@ impl Machine {
         self.threads.entry(tid).or_insert(Thread { pid, tid, comm: None, maps })
     }
 
-    pub fn process_comm(&mut self, c: &CommRecord<'_>) {
+    pub(crate) fn process_comm(&mut self, c: &CommRecord<'_>) {
         let comm: Comm = String::from_utf8_lossy(c.comm).into();
         self.findnew_thread(c.pid, c.tid).comm = Some(comm);
     }
 
-    pub fn process_fork(&mut self, f: &TaskRecord, record_misc: u16) {
+    pub(crate) fn process_fork(&mut self, f: &TaskRecord, record_misc: u16) {
         self.epoch += 1;
         // A thread by the parent's tid that is not of the parent's process
         // is stale (its EXIT was lost): start over.
@@ -202,13 +202,13 @@ impl Machine {
         }
     }
 
-    pub fn process_exit(&mut self, e: &TaskRecord) {
+    pub(crate) fn process_exit(&mut self, e: &TaskRecord) {
         self.epoch += 1;
         self.threads.remove(&e.tid);
     }
 
     /// MMAP/MMAP2 of a user process (kernel-mode ones go to the kernel maps).
-    pub fn process_mmap(&mut self, m: &MmapRecord<'_>, record_type: u32, record_misc: u16) {
+    pub(crate) fn process_mmap(&mut self, m: &MmapRecord<'_>, record_type: u32, record_misc: u16) {
         self.epoch += 1;
         let cpumode = CpuMode::from_misc(record_misc);
         let mut prot = m.prot;
@@ -265,7 +265,7 @@ impl Machine {
 
     /// True until the kernel map of `dso` was loaded (see
     /// [`Machine::fixup_kernel_map`]).
-    pub fn kernel_map_unloaded(&self, map: &Map) -> bool {
+    pub(crate) fn kernel_map_unloaded(&self, map: &Map) -> bool {
         self.dsos.get(map.dso).kind == DsoKind::Kernel && !self.kernel_loaded.contains(&map.dso)
     }
 
@@ -273,7 +273,7 @@ impl Machine {
     /// (`thread__find_map`), then resizes the map to cover its symbols, from
     /// the first symbol's start to the last one's end (`map__fixup_start`,
     /// `map__fixup_end`). Returns the map as it is now.
-    pub fn fixup_kernel_map(&mut self, map: &Map, range: Option<(u64, u64)>) -> Map {
+    pub(crate) fn fixup_kernel_map(&mut self, map: &Map, range: Option<(u64, u64)>) -> Map {
         self.epoch += 1;
         self.kernel_loaded.push(map.dso);
         let Some((start, end)) = range else { return *map };

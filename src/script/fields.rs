@@ -111,6 +111,16 @@ pub const NR_TYPES: usize = 8;
 /// `PERF_TYPE_SYNTH`: events synthesized by perf (Intel PT and friends).
 const PERF_TYPE_SYNTH: u32 = 2_000_000_000;
 
+// The output types of the kernel's event types are their numbers.
+const _: () = assert!(
+    TYPE_HW == event_type::HARDWARE as usize
+        && TYPE_SW == event_type::SOFTWARE as usize
+        && TYPE_TRACE == event_type::TRACEPOINT as usize
+        && TYPE_HW_CACHE == event_type::HW_CACHE as usize
+        && TYPE_RAW == event_type::RAW as usize
+        && TYPE_BREAK == event_type::BREAKPOINT as usize
+);
+
 pub fn output_type(attr: &Attr) -> usize {
     match attr.type_ {
         PERF_TYPE_SYNTH => TYPE_SYNTH,

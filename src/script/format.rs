@@ -65,7 +65,7 @@ pub fn hex(out: &mut Vec<u8>, v: u64, width: usize) {
     pad_left(out, s, width);
 }
 
-pub use crate::engine::fast::{hex16, hex16_words, put_short};
+pub use crate::engine::fast::put_short;
 
 /// `%#llx`: `0x` prefix, except for 0 which prints as `0`.
 #[inline]
@@ -133,6 +133,7 @@ pub fn text(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::fast::hex16;
 
     fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut v = Vec::new();

@@ -825,6 +825,7 @@ pub struct Pmus {
 
 impl Pmus {
     /// No PMU at all.
+    #[cfg(test)]
     pub fn none() -> Pmus {
         Pmus::default()
     }
@@ -846,6 +847,7 @@ impl Pmus {
     }
 
     /// A fixed set (tests).
+    #[cfg(test)]
     pub fn from_list(list: &[(u32, &str)]) -> Pmus {
         Pmus { by_type: list.iter().map(|&(t, n)| (t, n.to_string())).collect() }
     }

@@ -11,11 +11,15 @@
 
 mod callchain;
 mod events;
+mod fields;
+mod format;
+mod header;
 mod heads;
 mod prefetch;
-pub mod fields;
-pub mod format;
-pub mod header;
+mod run;
+
+pub use fields::{FieldError, OutputFields};
+pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
 
 use std::io::Write;
 
@@ -31,9 +35,9 @@ use crate::symbols::Symbolizer;
 use crate::symbols::loader::Loader;
 use crate::tracepoint::TracingData;
 
-use fields::{IpOpts, OutputFields, f, output_type};
+use fields::{IpOpts, f, output_type};
 
-pub use perf_data::sample::context;
+use perf_data::sample::context;
 
 /// perf's default `--max-stack` (`kernel.perf_event_max_stack`).
 pub const DEFAULT_MAX_STACK: usize = 127;
@@ -69,7 +73,7 @@ impl Default for ScriptOptions {
 }
 
 /// The `perf script` tool: prints what the session delivers.
-pub struct Script {
+pub(crate) struct Script {
     opts: ScriptOptions,
     pub symbolizer: Symbolizer,
     /// How much of the machine's DSO journal the printing side has seen.
@@ -419,12 +423,7 @@ impl Script {
     /// [`Script::find_map`], or the gap around `ip` (valid until a lookup
     /// finds a map: loading a kernel map resizes it).
     fn find_map_or_gap(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64) -> std::result::Result<Map, (u64, u64)> {
-        let map = machine.find_map_or_gap(tid, mode, ip)?;
-        if machine.kernel_map_unloaded(&map) {
-            let range = self.symbolizer.kernel_map_range(&machine.dsos, map.dso);
-            return Ok(machine.fixup_kernel_map(&map, range));
-        }
-        Ok(map)
+        self.symbolizer.find_map(machine, tid, mode, ip)
     }
 
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.

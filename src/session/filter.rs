@@ -29,6 +29,21 @@ impl SampleFilter {
         self.comms.is_none() && self.pids.is_none() && self.tids.is_none() && self.cpus.is_none() && self.time.is_empty()
     }
 
+    /// `--comms`: a comma-separated list (perf's strlist).
+    pub fn parse_list(s: &str) -> BTreeSet<String> {
+        parse_list(s)
+    }
+
+    /// `--pid`, `--tid`: comma-separated numbers (perf's intlist).
+    pub fn parse_int_list(s: &str) -> Result<BTreeSet<i32>, String> {
+        parse_int_list(s)
+    }
+
+    /// `-C`: perf's CPU list syntax, `0,2-4`.
+    pub fn parse_cpu_list(s: &str) -> Result<BTreeSet<u32>, String> {
+        parse_cpu_list(s)
+    }
+
     /// perf's `filter_cpu`: samples without a CPU are never filtered.
     pub fn skip_cpu(&self, cpu: u32) -> bool {
         match &self.cpus {

@@ -45,7 +45,7 @@ use deferred::{HeldSample, Stitcher};
 use ordered::{OrderedEvents, Queued, RecordBytes};
 
 /// How many records after the queue [`Tool::lookahead`] may see.
-pub const UPCOMING_MAX: usize = 1 << 16;
+pub(crate) const UPCOMING_MAX: usize = 1 << 16;
 
 /// Records counted by type: one add per record read, so the types perf
 /// knows (all below 128) have a slot each.

@@ -161,7 +161,7 @@ pub trait Tool {
     }
 
     /// The records about to be delivered (queued, not yet in order; then,
-    /// for input in memory, up to [`super::UPCOMING_MAX`] records after
+    /// for input in memory, up to 65,536 records after
     /// them not shown before), as (event index, record bytes): a tool may
     /// prepare for them, but what it prints must not depend on it. The
     /// iterator is lazy: a tool that does not look costs nothing.

@@ -89,7 +89,7 @@ pub fn demangled_shape(name: &str) -> Option<Shape> {
 /// `abi::__cxa_demangle(name)`, which perf calls for everything that is
 /// not Rust: `_Z` encodings, `_GLOBAL_[._$][ID]_` constructors and
 /// destructors, and bare type encodings (a symbol named `i` is "int").
-/// Reimplemented in [`super::itanium`] rather than called: the output must
+/// Reimplemented (module `itanium`) rather than called: the output must
 /// not depend on the machine's C++ runtime, and there is no C at run time.
 pub fn cxx(name: &str) -> Option<String> {
     super::itanium::demangle(name)

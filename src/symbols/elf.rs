@@ -15,7 +15,6 @@ use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader as _, SectionHeader as _};
 use object::{Endianness, FileKind};
 
-pub const SHT_PROGBITS: u32 = 1;
 pub const SHT_SYMTAB: u32 = 2;
 pub const SHT_RELA: u32 = 4;
 pub const SHT_NOBITS: u32 = 8;
@@ -121,7 +120,6 @@ pub struct Section {
     pub sh_offset: u64,
     pub sh_size: u64,
     pub sh_link: u32,
-    pub sh_info: u32,
     pub sh_addralign: u64,
     pub sh_entsize: u64,
 }
@@ -129,7 +127,6 @@ pub struct Section {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Phdr {
     pub p_type: u32,
-    pub p_flags: u32,
     pub p_offset: u64,
     pub p_vaddr: u64,
     pub p_filesz: u64,
@@ -230,7 +227,6 @@ impl Elf {
                     sh_offset: s.sh_offset(endian).into(),
                     sh_size: s.sh_size(endian).into(),
                     sh_link: s.sh_link(endian),
-                    sh_info: s.sh_info(endian),
                     sh_addralign: s.sh_addralign(endian).into(),
                     sh_entsize: s.sh_entsize(endian).into(),
                 });
@@ -241,7 +237,6 @@ impl Elf {
             for p in ph {
                 phdrs.push(Phdr {
                     p_type: p.p_type(endian).0,
-                    p_flags: p.p_flags(endian).0,
                     p_offset: p.p_offset(endian).into(),
                     p_vaddr: p.p_vaddr(endian).into(),
                     p_filesz: p.p_filesz(endian).into(),
@@ -252,10 +247,6 @@ impl Elf {
         let e_type = hdr.e_type(endian).0;
         let e_machine = hdr.e_machine(endian).0;
         Some(Elf { little_endian: endian == Endianness::Little, bytes, is_64, e_type, e_machine, sections, names_ok, phdrs })
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
     }
 
     /// perf's `elf_section_by_name`: the first section (from index 1) with

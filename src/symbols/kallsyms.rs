@@ -23,6 +23,7 @@ pub struct Entry<'a> {
 /// with hex digits followed by a space is skipped (and, like perf, a line
 /// whose very first byte is not a hex digit also swallows the line after
 /// it when that byte was the newline).
+#[cfg(test)]
 pub fn parse(data: &[u8]) -> Vec<Entry<'_>> {
     let mut parser = Parser::default();
     parser.parse(data, true);
@@ -202,6 +203,7 @@ impl Parser {
     }
 
     /// The entries found, their names in `data`.
+    #[cfg(test)]
     pub fn entries<'a>(&self, data: &'a [u8]) -> Vec<Entry<'a>> {
         self.iter(data).collect()
     }
@@ -249,12 +251,14 @@ pub struct Kallsyms {
 
 /// The kernel's symbol table, or `None` where perf fails to load kallsyms
 /// (the reference symbol is missing from the file).
+#[cfg(test)]
 pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
     load_all(data.to_vec(), ref_reloc).map(|k| k.kernel)
 }
 
 /// [`load`], keeping the module symbols perf moves to module maps
 /// (`maps__split_kallsyms`).
+#[cfg(test)]
 pub fn load_all(data: Vec<u8>, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
     let mut parser = Parser::default();
     parser.parse(&data, true);

@@ -45,6 +45,43 @@ pub struct SymbolConfig {
     pub full_source_path: bool,
 }
 
+impl SymbolConfig {
+    /// perf script's defaults: names demangled (not the kernel's), inline
+    /// frames shown, files found at their recorded paths, kernel symbols
+    /// from `/proc/kallsyms`, no build-id cache.
+    pub fn perf() -> SymbolConfig {
+        SymbolConfig { demangle: true, inline: true, ..SymbolConfig::default() }
+    }
+}
+
+/// binutils' `addr2line -i -f` on one file, emulated: what perf asks it
+/// for inline frames and source lines (see the `a2l` module for why it is an
+/// emulation and not a DWARF library's answer).
+pub struct Addr2line(a2l::Session);
+
+/// One line of addr2line's answer: the function (innermost first, then
+/// its callers) and the source line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Addr2lineRecord {
+    pub function: Option<std::sync::Arc<str>>,
+    pub file: Option<std::sync::Arc<str>>,
+    /// 0 where addr2line prints `?`.
+    pub line: u32,
+}
+
+impl Addr2line {
+    /// `None` if `path` is not an ELF file.
+    pub fn open(path: &Path) -> Option<Addr2line> {
+        elf::Elf::open(path).map(|e| Addr2line(a2l::Session::new(e)))
+    }
+
+    /// What `addr2line -i -f` prints for `pc` (`None`: `??`, `??:0`).
+    pub fn query(&mut self, pc: u64) -> Option<Vec<Addr2lineRecord>> {
+        let records = self.0.query(pc)?;
+        Some(records.into_iter().map(|r| Addr2lineRecord { function: r.function, file: r.file, line: r.line }).collect())
+    }
+}
+
 /// A symbol as perf prints it: name (demangled per the config) and its
 /// DSO-relative range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +167,7 @@ impl StartedA2l {
 impl ShippedDso {
     /// The decoder of the addr2line session started with the DSO, to run
     /// where it was loaded (see [`a2l::ahead`]).
-    pub fn take_decoder(&mut self) -> Option<a2l::ahead::Decoder> {
+    pub(crate) fn take_decoder(&mut self) -> Option<a2l::ahead::Decoder> {
         self.a2l.as_mut().and_then(|a| a.decoder.take())
     }
 }
@@ -169,7 +206,7 @@ impl DsoState {
 const A2L_FAIL_LIMIT: u32 = 123;
 
 pub struct Symbolizer {
-    pub config: SymbolConfig,
+    pub(crate) config: SymbolConfig,
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
     dsos: Vec<Option<DsoState>>,
     /// The kernel symbol file, read once (`None` inside: unavailable).
@@ -209,7 +246,7 @@ impl Symbolizer {
     /// Which file is read is decided again when the symbols are needed; the
     /// early text is used only if it is the same file. Call after
     /// [`Symbolizer::set_build_ids`].
-    pub fn read_kallsyms_ahead(&mut self) {
+    pub(crate) fn read_kallsyms_ahead(&mut self) {
         const PIECE: usize = 256 << 10;
         let bid = self.build_ids.get(KERNEL_DSO_NAME.as_bytes()).cloned();
         let Some(path) = self.kallsyms_path(bid.as_deref()) else { return };
@@ -223,7 +260,7 @@ impl Symbolizer {
     /// long run the pages touched add up (tens of MB, counted in the
     /// process's resident size although the page cache holds them anyway).
     /// Pages needed again come back from the page cache.
-    pub fn release_pages(&self) {
+    pub(crate) fn release_pages(&self) {
         for st in self.dsos.iter().flatten() {
             st.loaded.syms.release_pages();
             if let Some(s) = &st.a2l {
@@ -234,7 +271,7 @@ impl Symbolizer {
 
     /// Whether the last [`Symbolizer::find_symbol`] answer holds for this
     /// call only.
-    pub fn last_lookup_transient(&self) -> bool {
+    pub(crate) fn last_lookup_transient(&self) -> bool {
         self.transient
     }
 
@@ -248,11 +285,11 @@ impl Symbolizer {
 
     /// The BUILD_ID table as (file name, build id) pairs, to give another
     /// symbolizer.
-    pub fn build_id_pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn build_id_pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         self.build_ids.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
-    pub fn set_build_id_pairs(&mut self, pairs: Vec<(Vec<u8>, Vec<u8>)>) {
+    pub(crate) fn set_build_id_pairs(&mut self, pairs: Vec<(Vec<u8>, Vec<u8>)>) {
         self.build_ids.extend(pairs);
     }
 
@@ -337,7 +374,7 @@ impl Symbolizer {
     /// Loads `id`'s symbols now (if not yet), for [`Symbolizer::install`]
     /// in another thread's symbolizer, which then needs no file access for
     /// them. What this symbolizer keeps is an empty table, unless `keep`.
-    pub fn ship(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>, keep: bool) -> ShippedDso {
+    pub(crate) fn ship(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>, keep: bool) -> ShippedDso {
         let st = self.state_for(dsos, id, map);
         let loaded = if keep { st.loaded.clone() } else { std::mem::take(&mut st.loaded) };
         ShippedDso { loaded, a2l: None, kind: st.kind, kernel: st.kernel, long_name: st.long_name.to_string(), short_name: st.short_name.to_string() }
@@ -345,7 +382,7 @@ impl Symbolizer {
 
     /// Takes a DSO's symbols loaded by another symbolizer (see
     /// [`Symbolizer::ship`]).
-    pub fn install(&mut self, id: crate::machine::DsoId, shipped: ShippedDso) {
+    pub(crate) fn install(&mut self, id: crate::machine::DsoId, shipped: ShippedDso) {
         let i = id as usize;
         if self.dsos.len() <= i {
             self.dsos.resize_with(i + 1, || None);
@@ -356,13 +393,13 @@ impl Symbolizer {
     /// Whether a DSO of `kind` is loaded from its file alone (no kernel
     /// symbols, no other DSO): such loads can run on any thread, see
     /// [`Symbolizer::load_file`].
-    pub fn loads_from_file(kind: DsoKind) -> bool {
+    pub(crate) fn loads_from_file(kind: DsoKind) -> bool {
         matches!(kind, DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo)
     }
 
     /// [`Symbolizer::ship`] for a DSO of a kind [`Symbolizer::loads_from_file`]
     /// accepts, from its name and build-id alone.
-    pub fn load_file(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
+    pub(crate) fn load_file(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
         let short_name = match long_name.rfind('/') {
             Some(p) => &long_name[p + 1..],
             None => long_name,
@@ -383,7 +420,7 @@ impl Symbolizer {
     /// ([`SymTab::prepare`]) and, when inline frames are shown, the
     /// addr2line session started (reading and decompressing its sections
     /// takes the printer ~0.1 s on a large recording otherwise).
-    pub fn load_file_prepared(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
+    pub(crate) fn load_file_prepared(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
         let mut shipped = self.load_file(long_name, kind, build_id);
         shipped.loaded.syms.prepare();
         // Choosing between aliases read names all over the string table.
@@ -475,16 +512,36 @@ impl Symbolizer {
 
     /// Loads a kernel DSO and returns the range its map takes afterwards
     /// (first symbol's start, last symbol's end), if it has symbols.
-    pub fn kernel_map_range(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> Option<(u64, u64)> {
+    pub(crate) fn kernel_map_range(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> Option<(u64, u64)> {
         let st = self.state(dsos, dso);
         let syms = &mut st.loaded.syms;
         let start = syms.first()?.start;
         Some((start, syms.last()?.end))
     }
 
+    /// perf's `thread__find_map`: the map of `ip` for thread `tid` in
+    /// `mode`, or the gap around `ip` that no map covers. A kernel map is
+    /// loaded the first time it is used, which resizes it to its symbols.
+    pub fn find_map(&mut self, machine: &mut crate::machine::Machine, tid: i32, mode: crate::machine::CpuMode, ip: u64) -> Result<Map, (u64, u64)> {
+        let map = machine.find_map_or_gap(tid, mode, ip)?;
+        if machine.kernel_map_unloaded(&map) {
+            let range = self.kernel_map_range(&machine.dsos, map.dso);
+            return Ok(machine.fixup_kernel_map(&map, range));
+        }
+        Ok(map)
+    }
+
+    /// The map and the symbol `ip` falls in, for thread `tid` in `mode`
+    /// (perf's `thread__find_symbol`).
+    pub fn resolve(&mut self, machine: &mut crate::machine::Machine, tid: i32, mode: crate::machine::CpuMode, ip: u64) -> Option<(Map, Symbol)> {
+        let map = self.find_map(machine, tid, mode, ip).ok()?;
+        let sym = self.find_symbol(&machine.dsos, &map, ip)?;
+        Some((map, sym))
+    }
+
     /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
     /// from kallsyms or a perf map (`-F dsoff` prints no offset for them).
-    pub fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
+    pub(crate) fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
         let from_text = st.kind == DsoKind::Kernel || is_perf_pid_map_name(&st.long_name);
         !from_text || st.loaded.syms.is_empty()

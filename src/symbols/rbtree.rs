@@ -42,25 +42,14 @@ impl<T> Default for RbTree<T> {
 }
 
 impl<T> RbTree<T> {
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+    #[cfg(test)]
     pub fn get(&self, id: NodeId) -> &T {
         &self.vals[id as usize]
-    }
-
-    pub fn get_mut(&mut self, id: NodeId) -> &mut T {
-        &mut self.vals[id as usize]
-    }
-
-    /// The key `id` was inserted with.
-    pub fn key(&self, id: NodeId) -> u64 {
-        self.nodes[id as usize].key
     }
 
     pub fn root(&self) -> Option<NodeId> {
@@ -75,6 +64,7 @@ impl<T> RbTree<T> {
         opt(self.n(id).right)
     }
 
+    #[cfg(test)]
     /// The leftmost node (`rb_first`).
     pub fn first(&self) -> Option<NodeId> {
         let mut n = opt(self.root)?;
@@ -84,15 +74,7 @@ impl<T> RbTree<T> {
         Some(n)
     }
 
-    /// The rightmost node (`rb_last`).
-    pub fn last(&self) -> Option<NodeId> {
-        let mut n = opt(self.root)?;
-        while let Some(r) = opt(self.n(n).right) {
-            n = r;
-        }
-        Some(n)
-    }
-
+    #[cfg(test)]
     /// The in-order successor (`rb_next`).
     pub fn next(&self, id: NodeId) -> Option<NodeId> {
         if let Some(mut n) = opt(self.n(id).right) {
@@ -111,14 +93,10 @@ impl<T> RbTree<T> {
         }
     }
 
+    #[cfg(test)]
     /// Values in order.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         std::iter::successors(self.first(), move |&id| self.next(id)).map(move |id| self.get(id))
-    }
-
-    /// Node ids in order.
-    pub fn ids(&self) -> impl Iterator<Item = NodeId> + '_ {
-        std::iter::successors(self.first(), move |&id| self.next(id))
     }
 
     /// Inserts `val` under `key`, descending left while `key` is below a

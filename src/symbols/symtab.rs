@@ -302,6 +302,7 @@ impl SymTab {
     }
 
     /// (start, end, name) of every symbol in address order.
+    #[cfg(test)]
     pub fn listing(&mut self) -> Vec<(u64, u64, Arc<str>)> {
         self.sync();
         self.choose_all();
@@ -374,13 +375,6 @@ impl SymTab {
         }
         new.clear();
         self.unsorted = new;
-    }
-
-    /// Symbols in address order (equal addresses in insertion order).
-    pub fn iter(&mut self) -> impl Iterator<Item = &Sym> + '_ {
-        self.sync();
-        self.choose_all();
-        self.order.iter().map(|&id| &self.syms[id as usize])
     }
 
     /// Brings the table to the state [`SymTab::in_order`] reads: every
@@ -696,6 +690,7 @@ impl SymTab {
         Some(from + within.partition_point(|&s| s <= ip) - 1)
     }
 
+    #[cfg(test)]
     pub fn find(&mut self, ip: u64) -> Option<&Sym> {
         let id = self.find_id(ip)?;
         Some(&self.syms[id as usize])
