@@ -41,7 +41,9 @@ impl Evsel {
 #[derive(Debug, Clone, Default)]
 pub struct Evlist {
     pub evsels: Vec<Evsel>,
-    by_id: foldhash::HashMap<u64, usize>,
+    /// Event ids come from the file: a seeded hash of good quality, so
+    /// that crafted ids cannot pile into a few buckets.
+    by_id: std::collections::HashMap<u64, usize, foldhash::quality::RandomState>,
     /// Length of each evsel's printed name.
     name_lens: Vec<usize>,
     /// How many evsels have a name of each length.
@@ -232,6 +234,25 @@ pub fn ids_after_attr(body: &[u8], attr_len: usize, endian: Endian) -> Vec<u64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids a hostile file can choose spread over a table's buckets (the
+    /// low bits of the hash, where a probe starts) as random ones do:
+    /// 500,000 ids of the form `i << 45` are not 500,000 probes each.
+    #[test]
+    fn crafted_ids_spread_like_random_ones() {
+        use std::hash::BuildHasher;
+        let ev = Evlist::default();
+        let n = 500_000u64;
+        let bits = 20;
+        let mut used = vec![false; 1 << bits];
+        for i in 0..n {
+            used[(ev.by_id.hasher().hash_one(i << 45) & ((1 << bits) - 1)) as usize] = true;
+        }
+        let buckets = (1u64 << bits) as f64;
+        let random = buckets * (1.0 - (-(n as f64) / buckets).exp());
+        let spread = used.iter().filter(|&&u| u).count() as f64 / random;
+        assert!(spread > 0.95, "{spread:.3} of the buckets random ids would use");
+    }
 
     #[test]
     fn default_names_follow_perf() {
