@@ -92,13 +92,26 @@ impl std::ops::Deref for SectionBytes {
     }
 }
 
+/// Opens `path` for reading if it is a regular file (following symbolic
+/// links), `None` otherwise.
+///
+/// The open itself must not wait: opening a FIFO for reading blocks until
+/// a writer comes, and a device may do anything. So the file is opened
+/// with `O_NONBLOCK` (which changes nothing for a regular file's reads)
+/// and its type checked on the open descriptor, not on the name (which
+/// could be swapped in between). perf skips a candidate that is not a
+/// regular file (`is_regular_file` in `dso__load`); so does pstitch, here
+/// for every object file it opens.
+pub fn open_regular(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
 /// Maps `path` read-only; `None` if it is not a readable regular file.
 pub fn map_file(path: &Path) -> Option<Arc<FileBytes>> {
-    let file = File::open(path).ok()?;
+    let file = open_regular(path)?;
     let meta = file.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
     if meta.len() == 0 {
         return Some(Arc::new(FileBytes::Owned(Vec::new())));
     }
@@ -107,7 +120,11 @@ pub fn map_file(path: &Path) -> Option<Arc<FileBytes>> {
     // concurrently truncated file would fault, as they would for perf.
     match unsafe { memmap2::Mmap::map(&file) } {
         Ok(m) => Some(Arc::new(FileBytes::Mapped(m))),
-        Err(_) => std::fs::read(path).ok().map(|v| Arc::new(FileBytes::Owned(v))),
+        Err(_) => {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut &file, &mut v).ok()?;
+            Some(Arc::new(FileBytes::Owned(v)))
+        }
     }
 }
 
@@ -194,6 +211,12 @@ pub struct Elf {
 /// `sh_flags`: the section's data is compressed (a header, then zlib or
 /// zstd).
 const SHF_COMPRESSED: u64 = 0x800;
+/// `ch_type` of a compressed section's header.
+const ELFCOMPRESS_ZLIB: u32 = 1;
+const ELFCOMPRESS_ZSTD: u32 = 2;
+/// binutils refuses a compressed section whose header claims more than
+/// this many times the size of the file holding it.
+const MAX_INFLATION: u64 = 10;
 
 impl Elf {
     /// Parses the headers; `None` if this is not an ELF file at all.
@@ -297,6 +320,13 @@ impl Elf {
     }
 
     /// The contents of a section, decompressed if `SHF_COMPRESSED`.
+    ///
+    /// The size in the compression header is a claim: like binutils
+    /// (`_bfd_section_size_insane`, "an arbitrary uncompressed size of 10x
+    /// the file size"), a section claiming more than ten times the size of
+    /// the whole file is refused, and addr2line then reads the file as if
+    /// the section were not there. Below that, memory grows with what
+    /// really inflates, never to more than the claim (see [`inflate`]).
     pub fn data(&self, s: &Section) -> Option<Cow<'_, [u8]>> {
         let raw = self.raw_data(s)?;
         if s.sh_flags & SHF_COMPRESSED == 0 {
@@ -308,26 +338,16 @@ impl Elf {
             (self.u32_at(raw, 0)?, self.u32_at(raw, 4)? as u64, 12)
         };
         let body = raw.get(hdr_len..)?;
-        let size = usize::try_from(size).ok()?;
-        if size > 1 << 32 {
+        if size / MAX_INFLATION > self.bytes.len() as u64 {
             return None;
         }
-        match ch_type {
-            1 => {
-                // One call with all the input and room for all the output:
-                // inflating piecewise (a reader) copies every piece's tail
-                // into the sliding window, and the input into a buffer.
-                let mut out = Vec::with_capacity(size);
-                let mut d = flate2::Decompress::new(true);
-                let status = d.decompress_vec(body, &mut out, flate2::FlushDecompress::Finish).ok()?;
-                (status == flate2::Status::StreamEnd && out.len() == size).then_some(Cow::Owned(out))
-            }
-            2 => {
-                let out = zstd::bulk::decompress(body, size).ok()?;
-                (out.len() == size).then_some(Cow::Owned(out))
-            }
-            _ => None,
-        }
+        let size = usize::try_from(size).ok()?;
+        let out = match ch_type {
+            ELFCOMPRESS_ZLIB => inflate::zlib(body, size)?,
+            ELFCOMPRESS_ZSTD => inflate::zstd(body, size)?,
+            _ => return None,
+        };
+        Some(Cow::Owned(out))
     }
 
     pub fn u16_at(&self, d: &[u8], off: usize) -> Option<u16> {
@@ -478,6 +498,69 @@ impl Elf {
             let sz = p.p_memsz.max(p.p_filesz);
             p.p_type == PT_LOAD && sz != 0 && vaddr >= p.p_vaddr && vaddr < p.p_vaddr.wrapping_add(sz)
         })
+    }
+}
+
+/// Inflating a compressed section whose header claims `size` bytes: the
+/// result is the section only if it is exactly that long. The claim bounds
+/// the output but is not allocated up front: room grows (doubling) with
+/// what the data really inflates to, so a header claiming gigabytes over a
+/// few kilobytes of data costs kilobytes.
+mod inflate {
+    /// First room for the output: a few times the input (debug sections
+    /// compress 3-5:1), at most the claim.
+    fn first_room(input: usize, size: usize) -> usize {
+        input.saturating_mul(4).max(4096).min(size)
+    }
+
+    /// A zlib stream (ELFCOMPRESS_ZLIB) that ends exactly at `size` bytes.
+    pub fn zlib(body: &[u8], size: usize) -> Option<Vec<u8>> {
+        // Few large calls: inflating into small pieces copies every piece's
+        // tail into the sliding window.
+        let mut out = Vec::new();
+        let mut room = first_room(body.len(), size);
+        let mut d = flate2::Decompress::new(true);
+        loop {
+            out.reserve_exact(room - out.len());
+            let (in_before, out_before) = (d.total_in(), out.len());
+            let rest = body.get(usize::try_from(in_before).ok()?..)?;
+            let status = d.decompress_vec(rest, &mut out, flate2::FlushDecompress::Finish).ok()?;
+            if status == flate2::Status::StreamEnd {
+                return (out.len() == size).then_some(out);
+            }
+            if out.len() < room {
+                // Room left but the stream stopped: the input ran out
+                // (or nothing moved at all).
+                if (d.total_in() == in_before && out.len() == out_before) || d.total_in() as usize >= body.len() {
+                    return None;
+                }
+                continue;
+            }
+            if room == size {
+                // Full to the claim and the stream goes on.
+                return None;
+            }
+            room = room.saturating_mul(2).min(size);
+        }
+    }
+
+    /// zstd frames (ELFCOMPRESS_ZSTD) that decode to exactly `size` bytes.
+    ///
+    /// Decoded in one call into the output (as binutils does, so no window
+    /// buffer of zstd's own); when the room is too small the call fails and
+    /// is made again with twice the room, which at most doubles the work.
+    pub fn zstd(body: &[u8], size: usize) -> Option<Vec<u8>> {
+        let mut decoder = zstd::bulk::Decompressor::new().ok()?;
+        let mut room = first_room(body.len(), size);
+        loop {
+            let mut out = Vec::with_capacity(room);
+            match decoder.decompress_to_buffer(body, &mut out) {
+                Ok(n) => return (n == size).then_some(out),
+                // Too little room, or bad data: only more room tells.
+                Err(_) if room < size => room = room.saturating_mul(2).min(size),
+                Err(_) => return None,
+            }
+        }
     }
 }
 

@@ -202,6 +202,28 @@ mod tests {
         assert_eq!(show(&mut td, &r), "[UNKNOWN EVENT]");
     }
 
+    /// A kallsyms size past the end (perf only seeks over it) loses the
+    /// printk formats and saved cmdlines after it, not the events.
+    #[test]
+    fn kallsyms_size_past_the_end_keeps_the_events() {
+        let good = sample_data();
+        let printk = "0xffffffff81000010 : \"hello\\n\"\n";
+        let at = good.len() - 8 - printk.len() - 4 - 4;
+        assert_eq!(&good[at..at + 8], &[0, 0, 0, 0, printk.len() as u8, 0, 0, 0]);
+        for size in [u32::MAX, (good.len() - at - 4 + 1) as u32] {
+            let mut bad = good.clone();
+            bad[at..at + 4].copy_from_slice(&size.to_le_bytes());
+            let mut td = TracingData::parse(&bad).expect("events kept");
+            assert!(td.damage.as_deref().is_some_and(|d| d.contains("kallsyms size")), "{:?}", td.damage);
+            assert!(td.tep.printk.is_empty());
+            let r = record_demo(3, b"abc\0", 0xffffffff81000010, 0);
+            assert_eq!(show(&mut td, &r), "comm=work state=S|D name=abc msg=ffffffff81000010 ptr=(nil) big=yes");
+        }
+        // A size that fits is skipped as before.
+        let td = TracingData::parse(&good).unwrap();
+        assert!(td.damage.is_none() && !td.tep.printk.is_empty());
+    }
+
     #[test]
     fn hostile_tracing_data_is_an_error_not_a_panic() {
         let good = sample_data();
