@@ -214,8 +214,8 @@ const SHF_COMPRESSED: u64 = 0x800;
 /// `ch_type` of a compressed section's header.
 const ELFCOMPRESS_ZLIB: u32 = 1;
 const ELFCOMPRESS_ZSTD: u32 = 2;
-/// binutils refuses a compressed section whose header claims more than
-/// this many times the size of the file holding it.
+/// No section inflates to more than this many times the size of the file
+/// holding it (binutils' limit where it checks one).
 const MAX_INFLATION: u64 = 10;
 
 impl Elf {
@@ -319,32 +319,35 @@ impl Elf {
         SectionBytes::Mapped(self.bytes.clone(), start, start + b.len())
     }
 
-    /// The contents of a section, decompressed if `SHF_COMPRESSED`.
+    /// The contents of a section, decompressed if `SHF_COMPRESSED`, as
+    /// binutils 2.47's addr2line reads them (`decompress_contents`, into a
+    /// buffer of the size the compression header claims):
     ///
-    /// The size in the compression header is a claim: like binutils
-    /// (`_bfd_section_size_insane`, "an arbitrary uncompressed size of 10x
-    /// the file size"), a section claiming more than ten times the size of
-    /// the whole file is refused, and addr2line then reads the file as if
-    /// the section were not there. Below that, memory grows with what
-    /// really inflates, never to more than the claim (see [`inflate`]).
+    /// - zlib must fill the claimed size exactly, else the section is not
+    ///   read at all;
+    /// - zstd is read if it fits in the claimed size; binutils leaves the
+    ///   rest of its buffer as it was, here the section simply ends.
+    ///
+    /// The claim is not allocated: room grows with what really inflates
+    /// (see [`inflate`]). And, as binutils does where it checks a size
+    /// (`_bfd_section_size_insane`: "an arbitrary uncompressed size of 10x
+    /// the file size"), nothing inflates to more than ten times the size
+    /// of the file holding it: a section that would is not read.
     pub fn data(&self, s: &Section) -> Option<Cow<'_, [u8]>> {
         let raw = self.raw_data(s)?;
         if s.sh_flags & SHF_COMPRESSED == 0 {
             return Some(Cow::Borrowed(raw));
         }
-        let (ch_type, size, hdr_len) = if self.is_64 {
+        let (ch_type, claim, hdr_len) = if self.is_64 {
             (self.u32_at(raw, 0)?, self.u64_at(raw, 8)?, 24)
         } else {
             (self.u32_at(raw, 0)?, self.u32_at(raw, 4)? as u64, 12)
         };
         let body = raw.get(hdr_len..)?;
-        if size / MAX_INFLATION > self.bytes.len() as u64 {
-            return None;
-        }
-        let size = usize::try_from(size).ok()?;
+        let limit = (self.bytes.len() as u64).saturating_mul(MAX_INFLATION);
         let out = match ch_type {
-            ELFCOMPRESS_ZLIB => inflate::zlib(body, size)?,
-            ELFCOMPRESS_ZSTD => inflate::zstd(body, size)?,
+            ELFCOMPRESS_ZLIB if claim <= limit => inflate::zlib(body, usize::try_from(claim).ok()?)?,
+            ELFCOMPRESS_ZSTD => inflate::zstd(body, usize::try_from(claim.min(limit)).ok()?)?,
             _ => return None,
         };
         Some(Cow::Owned(out))
@@ -501,11 +504,10 @@ impl Elf {
     }
 }
 
-/// Inflating a compressed section whose header claims `size` bytes: the
-/// result is the section only if it is exactly that long. The claim bounds
-/// the output but is not allocated up front: room grows (doubling) with
-/// what the data really inflates to, so a header claiming gigabytes over a
-/// few kilobytes of data costs kilobytes.
+/// Inflating a compressed section. The size its header claims bounds the
+/// output but is not allocated up front: room grows (doubling) with what
+/// the data really inflates to, so a header claiming gigabytes over a few
+/// kilobytes of data costs kilobytes.
 mod inflate {
     /// First room for the output: a few times the input (debug sections
     /// compress 3-5:1), at most the claim.
@@ -544,7 +546,7 @@ mod inflate {
         }
     }
 
-    /// zstd frames (ELFCOMPRESS_ZSTD) that decode to exactly `size` bytes.
+    /// zstd frames (ELFCOMPRESS_ZSTD) that decode to at most `size` bytes.
     ///
     /// Decoded in one call into the output (as binutils does, so no window
     /// buffer of zstd's own); when the room is too small the call fails and
@@ -555,7 +557,7 @@ mod inflate {
         loop {
             let mut out = Vec::with_capacity(room);
             match decoder.decompress_to_buffer(body, &mut out) {
-                Ok(n) => return (n == size).then_some(out),
+                Ok(_) => return Some(out),
                 // Too little room, or bad data: only more room tells.
                 Err(_) if room < size => room = room.saturating_mul(2).min(size),
                 Err(_) => return None,
@@ -636,11 +638,45 @@ mod tests {
         cut[at + raw.len() / 2..at + raw.len()].fill(0);
         let cut = Elf::parse(own(cut)).expect("ELF");
         assert!(cut.data(cut.section_by_name(".debug_info").unwrap().1).is_none());
-        for claimed in [size - 1, size + 1] {
+        for claimed in [size - 1, size + 1, 2 * size, 3 << 30, 5 << 30] {
             let mut other = bytes.clone();
             other[at + 8..at + 16].copy_from_slice(&(claimed as u64).to_le_bytes());
             let other = Elf::parse(own(other)).expect("ELF");
             assert!(other.data(other.section_by_name(".debug_info").unwrap().1).is_none(), "{claimed}");
         }
+    }
+
+    /// The same section compressed with zstd (written over the zlib data
+    /// in place): read whenever it fits in the claimed size, as binutils
+    /// 2.47 reads it, up to ten times the file's size.
+    #[test]
+    fn zstd_sections_inflate_within_their_claim() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+        let bytes = std::fs::read(path).expect("fixture");
+        let elf = Elf::parse(own(bytes.clone())).expect("ELF");
+        let (idx, s) = elf.section_by_name(".debug_info").expect(".debug_info");
+        let plain = elf.data(s).expect("inflates").into_owned();
+        let packed = zstd::bulk::compress(&plain, 19).expect("zstd");
+        assert!(24 + packed.len() <= s.sh_size as usize, "fits in place");
+        let (at, shdr) = (s.sh_offset as usize, u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize + idx * 64);
+        let with_claim = |claim: u64| {
+            let mut v = bytes.clone();
+            v[at..at + 4].copy_from_slice(&ELFCOMPRESS_ZSTD.to_le_bytes());
+            v[at + 8..at + 16].copy_from_slice(&claim.to_le_bytes());
+            v[at + 24..at + 24 + packed.len()].copy_from_slice(&packed);
+            v[shdr + 32..shdr + 40].copy_from_slice(&(24 + packed.len() as u64).to_le_bytes());
+            Elf::parse(own(v)).expect("ELF")
+        };
+        let size = plain.len() as u64;
+        for claim in [size, size + 1, 2 * size, 3 << 30, 5 << 30] {
+            let e = with_claim(claim);
+            let data = e.data(e.section_by_name(".debug_info").unwrap().1);
+            assert!(data.as_deref() == Some(&plain[..]), "claim {claim}");
+        }
+        let e = with_claim(size - 1);
+        assert!(e.data(e.section_by_name(".debug_info").unwrap().1).is_none());
+        // The bound (the claim, or ten times the file) is a hard one.
+        assert!(inflate::zstd(&packed, plain.len() - 1).is_none());
+        assert_eq!(inflate::zstd(&packed, plain.len()).as_deref(), Some(&plain[..]));
     }
 }
