@@ -259,3 +259,85 @@ fn a_fifo_in_the_symfs_is_skipped_without_waiting() {
 fn tracing_data_with_a_bad_kallsyms_size_keeps_its_events() {
     check_case("tracing-kallsyms-size");
 }
+
+// --- Memory: the peak of the library's allocations, crafted against original.
+
+/// Runs `measure_child` in a fresh process of this test binary for the
+/// operation `op` and returns the peak of what it allocated (bytes).
+fn peak_of(op: &str) -> usize {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "measure_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("PSTITCH_HOSTILE_MEASURE", op)
+        .output()
+        .expect("run the measuring child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let peak = text.split("PEAK ").nth(1).and_then(|n| n.split_whitespace().next()?.parse().ok());
+    peak.unwrap_or_else(|| panic!("{op}: the measuring child failed ({:?}):\n{text}\n{}", out.status, String::from_utf8_lossy(&out.stderr)))
+}
+
+/// `crafted` peaks within twice `original`.
+fn within_twice(crafted: &str, original: &str) {
+    let (c, o) = (peak_of(crafted), peak_of(original));
+    eprintln!("peak: {crafted}: {c} bytes; {original}: {o} bytes");
+    assert!(c <= 2 * o, "{crafted} peaked at {c} bytes, over twice the {o} of {original}");
+}
+
+/// One measured operation (in the child).
+fn operation(op: &str) {
+    let (what, arg) = op.split_once(':').expect("what:arg");
+    match what {
+        // addr2line's answers for every 16th address of .text of an
+        // object file (written by the parent).
+        "a2l" => {
+            use pstitch::symbols::a2l::Session;
+            use pstitch::symbols::elf::Elf;
+            let elf = Elf::open(Path::new(arg)).expect("ELF");
+            let (_, text) = elf.section_by_name(".text").expect(".text");
+            let (lo, hi) = (text.sh_addr, text.sh_addr + text.sh_size);
+            let mut s = Session::new(elf);
+            for a in (lo..hi).step_by(16) {
+                std::hint::black_box(s.query(a));
+            }
+        }
+        "demangle" => {
+            std::hint::black_box(pstitch::symbols::demangle::demangle(&generate::substitution_bomb(arg.parse().unwrap())));
+        }
+        _ => panic!("no operation {what}"),
+    }
+}
+
+#[test]
+#[ignore]
+fn measure_child() {
+    let Ok(op) = std::env::var("PSTITCH_HOSTILE_MEASURE") else { return };
+    let base = ALLOC.allocated();
+    operation(&op);
+    println!("PEAK {}", ALLOC.max_allocated().saturating_sub(base));
+}
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn compressed_sections_claiming_gigabytes_take_what_their_data_takes() {
+    let rustwork = fixture("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+    let zstd = generate::recompress_with_zstd(&rustwork, ".debug_info");
+    let orig = temp_file("rustwork", &rustwork);
+    let zlib_claim = temp_file("rustwork-zlib-claim", &generate::claim_compressed_size(&rustwork, ".debug_info", 3 << 30));
+    let zstd_orig = temp_file("rustwork-zstd", &zstd);
+    let zstd_claim = temp_file("rustwork-zstd-claim", &generate::claim_compressed_size(&zstd, ".debug_info", 3 << 30));
+    within_twice(&format!("a2l:{}", zlib_claim.display()), &format!("a2l:{}", orig.display()));
+    within_twice(&format!("a2l:{}", zstd_claim.display()), &format!("a2l:{}", zstd_orig.display()));
+}
+
+#[test]
+fn demangling_a_substitution_bomb_takes_what_a_long_name_takes() {
+    // 32 nested substitutions (36 GB of text) against 12 (34,826 bytes,
+    // the longest this grammar gets within the output limit).
+    within_twice("demangle:32", "demangle:12");
+}

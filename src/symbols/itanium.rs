@@ -2219,6 +2219,10 @@ impl<'a> Printer<'a> {
     fn room(&mut self, n: usize) -> bool {
         if self.out.len() + n > MAX_OUTPUT {
             self.failed = true;
+        } else if self.out.len() + n > self.out.capacity() {
+            // Doubling, but never past the limit.
+            let more = self.out.capacity().max(n).min(MAX_OUTPUT - self.out.len());
+            self.out.reserve_exact(more);
         }
         !self.failed
     }

@@ -330,3 +330,25 @@ pub fn tracing_kallsyms_size(data: &[u8], size: u32) -> Vec<u8> {
     out[base + pos..base + pos + 4].copy_from_slice(&size.to_le_bytes());
     out
 }
+
+/// `f(p<int, int>, T)` where T is `p<U, U>` for U the previous level,
+/// `levels` deep: each level adds 8 bytes to the mangled name (a
+/// substitution used twice) and doubles the demangled text.
+pub fn substitution_bomb(levels: u32) -> String {
+    fn seq(i: u32) -> String {
+        const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let (mut i, mut s) = (i, Vec::new());
+        loop {
+            s.insert(0, DIGITS[(i % 36) as usize]);
+            i /= 36;
+            if i == 0 {
+                return format!("S{}_", String::from_utf8(s).unwrap());
+            }
+        }
+    }
+    let mut t = "S0_".to_string();
+    for k in 2..=levels {
+        t = format!("S_I{t}{}E", seq(k - 2));
+    }
+    format!("_Z1f1pIiiE{t}")
+}
