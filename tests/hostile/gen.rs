@@ -27,6 +27,10 @@ fn pad8(v: &mut Vec<u8>) {
     }
 }
 
+/// A section header: type, flags, address, offset, size, link, info,
+/// alignment, entry size.
+type Shdr = (u32, u64, u64, u64, u64, u32, u32, u64, u64);
+
 /// Where the code of [`deep_inline_elf`] is, and the address sampled.
 pub const TEXT: u64 = 0x1000;
 pub const TEXT_SIZE: u64 = 0x1000;
@@ -136,9 +140,7 @@ pub fn deep_inline_elf(levels: u32) -> Vec<u8> {
     let mut out = vec![0u8; TEXT as usize];
     out.extend(std::iter::repeat_n(0x90u8, TEXT_SIZE as usize - 1));
     out.push(0xc3);
-    // (type, flags, addr, offset, size, link, info, align, entsize)
-    let mut shdrs: Vec<(u32, u64, u64, u64, u64, u32, u32, u64, u64)> =
-        vec![(0, 0, 0, 0, 0, 0, 0, 0, 0), (1, 6, TEXT, TEXT, TEXT_SIZE, 0, 0, 16, 0)];
+    let mut shdrs: Vec<Shdr> = vec![(0, 0, 0, 0, 0, 0, 0, 0, 0), (1, 6, TEXT, TEXT, TEXT_SIZE, 0, 0, 16, 0)];
     for (i, (data, ty)) in [(abbrev, 1u32), (info, 1), (line, 1), (symtab, 2), (strtab, 3), (shstrtab, 3)].into_iter().enumerate() {
         pad8(&mut out);
         let (link, inf, entsize) = if i == 3 { (6, 1, 24) } else { (0, 0, 0) };
