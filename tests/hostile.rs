@@ -234,7 +234,7 @@ fn check_case(name: &str) {
 }
 
 #[test]
-fn compressed_sections_claiming_gigabytes_are_refused_like_binutils() {
+fn compressed_sections_claiming_gigabytes_read_as_binutils_reads_them() {
     check_case("compressed-claim-zlib");
     check_case("compressed-claim-zstd");
     check_case("compressed-zstd");
@@ -333,6 +333,22 @@ fn compressed_sections_claiming_gigabytes_take_what_their_data_takes() {
     let zstd_claim = temp_file("rustwork-zstd-claim", &generate::claim_compressed_size(&zstd, ".debug_info", 3 << 30));
     within_twice(&format!("a2l:{}", zlib_claim.display()), &format!("a2l:{}", orig.display()));
     within_twice(&format!("a2l:{}", zstd_claim.display()), &format!("a2l:{}", zstd_orig.display()));
+}
+
+/// libiberty prints the substitution bombs until memory runs out (then
+/// returns NULL); pstitch stops at 64 KiB of text and prints the mangled
+/// name (tests/demangle has `__cxa_demangle`'s answer for 32 levels).
+#[test]
+fn substitution_bombs_fail_at_the_output_limit() {
+    use pstitch::symbols::demangle::cxx;
+    assert_eq!(generate::substitution_bomb(2), "_Z1f1pIiiES_IS0_S0_E");
+    assert_eq!(cxx(&generate::substitution_bomb(2)).as_deref(), Some("f(p<int, int>, p<p<int, int>, p<int, int> >)"));
+    // 12 levels print 34,826 bytes; 13 would print about 70,000, more
+    // than the limit. 32 levels would print 36 GB, 60 levels 4*10^19.
+    assert_eq!(cxx(&generate::substitution_bomb(12)).map(|d| d.len()), Some(34_826));
+    for levels in [13, 32, 60] {
+        assert!(cxx(&generate::substitution_bomb(levels)).is_none(), "{levels}");
+    }
 }
 
 #[test]

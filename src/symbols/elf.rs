@@ -616,14 +616,20 @@ mod tests {
         }
     }
 
+    /// The rustwork fixture (its debug sections are zlib-compressed).
+    fn rustwork() -> (Vec<u8>, Elf) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+        let bytes = std::fs::read(path).expect("fixture");
+        let elf = Elf::parse(own(bytes.clone())).expect("ELF");
+        (bytes, elf)
+    }
+
     /// A zlib-compressed section inflates to the size its header gives;
     /// the same section cut short, or with a header that claims another
     /// size, gives nothing.
     #[test]
     fn compressed_sections_inflate_whole_or_not_at_all() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
-        let bytes = std::fs::read(path).expect("fixture");
-        let elf = Elf::parse(own(bytes.clone())).expect("ELF");
+        let (bytes, elf) = rustwork();
         let (_, s) = elf.section_by_name(".debug_info").expect(".debug_info");
         assert_ne!(s.sh_flags & SHF_COMPRESSED, 0, "the fixture's debug sections are compressed");
         let raw = elf.raw_data(s).expect("raw");
@@ -651,9 +657,7 @@ mod tests {
     /// 2.47 reads it, up to ten times the file's size.
     #[test]
     fn zstd_sections_inflate_within_their_claim() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
-        let bytes = std::fs::read(path).expect("fixture");
-        let elf = Elf::parse(own(bytes.clone())).expect("ELF");
+        let (bytes, elf) = rustwork();
         let (idx, s) = elf.section_by_name(".debug_info").expect(".debug_info");
         let plain = elf.data(s).expect("inflates").into_owned();
         let packed = zstd::bulk::compress(&plain, 19).expect("zstd");

@@ -3552,40 +3552,6 @@ mod tests {
             assert_eq!(demangle(m).as_deref(), want, "{m}");
         }
     }
-
-    /// `f(p<int, int>, T)` where T is `p<U, U>` for U the previous level,
-    /// `levels` deep: each level adds 8 bytes to the name (a substitution
-    /// used twice) and doubles what it prints.
-    pub fn substitution_bomb(levels: u32) -> String {
-        fn seq(i: u32) -> String {
-            const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-            let (mut i, mut s) = (i, Vec::new());
-            loop {
-                s.insert(0, DIGITS[(i % 36) as usize]);
-                i /= 36;
-                if i == 0 {
-                    return format!("S{}_", String::from_utf8(s).unwrap());
-                }
-            }
-        }
-        let mut t = "S0_".to_string();
-        for k in 2..=levels {
-            t = format!("S_I{t}{}E", seq(k - 2));
-        }
-        format!("_Z1f1pIiiE{t}")
-    }
-
-    #[test]
-    fn substitution_bombs_fail_at_the_output_limit() {
-        assert_eq!(substitution_bomb(2), "_Z1f1pIiiES_IS0_S0_E");
-        assert_eq!(demangle(&substitution_bomb(2)).as_deref(), Some("f(p<int, int>, p<p<int, int>, p<int, int> >)"));
-        // 12 levels print 34,826 bytes; 13 would print about 70,000, more
-        // than MAX_OUTPUT. 32 levels would print 36 GB, 60 levels 4*10^19.
-        assert_eq!(demangle(&substitution_bomb(12)).map(|d| d.len()), Some(34_826));
-        for levels in [13, 32, 60] {
-            assert!(demangle(&substitution_bomb(levels)).is_none(), "{levels}");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -9,18 +9,6 @@ use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, set_attr_flags};
 
 const LE: Put = Put(Endian::Little);
 
-fn uleb(v: &mut Vec<u8>, mut x: u64) {
-    loop {
-        let b = (x & 0x7f) as u8;
-        x >>= 7;
-        if x == 0 {
-            v.push(b);
-            return;
-        }
-        v.push(b | 0x80);
-    }
-}
-
 fn pad8(v: &mut Vec<u8>) {
     while !v.len().is_multiple_of(8) {
         v.push(0);
@@ -49,6 +37,7 @@ pub const DEEP_PC: u64 = TEXT + 0x800;
 /// `0x000...` end marker, and stops reading there.)
 pub fn deep_inline_elf(levels: u32) -> Vec<u8> {
     assert!(u64::from(levels) < TEXT_SIZE / 2 - 2);
+    assert_eq!(TEXT_SIZE, 0x1000, "the line program below advances by 0x1000");
     // Abbreviations: 1 compile unit, 2 abstract function, 3 deep_main,
     // 4 inlined call.
     let mut abbrev = Vec::new();
@@ -109,8 +98,7 @@ pub fn deep_inline_elf(levels: u32) -> Vec<u8> {
     let mut prog = vec![0, 9, 2];
     prog.extend_from_slice(&TEXT.to_le_bytes());
     prog.push(1); // DW_LNS_copy
-    prog.push(2); // DW_LNS_advance_pc
-    uleb(&mut prog, TEXT_SIZE);
+    prog.extend_from_slice(&[2, 0x80, 0x20]); // DW_LNS_advance_pc 0x1000 (ULEB128)
     prog.extend_from_slice(&[0, 1, 1]);
     let mut line = Vec::new();
     let body_len = 2 + 4 + head.len() + prog.len();
