@@ -299,6 +299,28 @@ fn operation(op: &str) {
                 std::hint::black_box(s.query(a));
             }
         }
+        // Printing a record of each of two tracepoint events whose arrays
+        // claim `arg` bytes (a raw field, `__print_array`, `__print_hex`).
+        "tracepoint" => {
+            let claim: u64 = arg.parse().unwrap();
+            let common = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+            let raw = format!("name: big\nID: 1\nformat:\n{common}\tfield:char big[{claim}];\toffset:8;\tsize:{claim};\tsigned:0;\n\nprint fmt: \"x\", frob(REC->big)\n");
+            let args = "__print_array(REC->vals, CLAIM, 8), __print_hex(REC->vals, CLAIM), ".replace("CLAIM", arg).repeat(150);
+            let arr = format!(
+                "name: arr\nID: 2\nformat:\n{common}\tfield:unsigned long vals[2];\toffset:8;\tsize:16;\tsigned:0;\n\nprint fmt: \"{}\", {}\n",
+                "%s ".repeat(300),
+                args.trim_end_matches(", ")
+            );
+            let td = generate::tracing_data_with(&fixture("tests/golden/tp-kinds/perf.data"), [&raw, &arr]);
+            let mut td = pstitch::tracepoint::TracingData::parse(&td).expect("tracing data");
+            let mut out = Vec::new();
+            for id in [1u16, 2] {
+                let mut r = vec![0x5au8; 4096];
+                r[0..2].copy_from_slice(&id.to_le_bytes());
+                td.print(&mut out, &r, None);
+            }
+            std::hint::black_box(out);
+        }
         "demangle" => {
             std::hint::black_box(pstitch::symbols::demangle::demangle(&generate::substitution_bomb(arg.parse().unwrap())));
         }
@@ -333,6 +355,13 @@ fn compressed_sections_claiming_gigabytes_take_what_their_data_takes() {
     let zstd_claim = temp_file("rustwork-zstd-claim", &generate::claim_compressed_size(&zstd, ".debug_info", 3 << 30));
     within_twice(&format!("a2l:{}", zlib_claim.display()), &format!("a2l:{}", orig.display()));
     within_twice(&format!("a2l:{}", zstd_claim.display()), &format!("a2l:{}", zstd_orig.display()));
+}
+
+#[test]
+fn tracepoint_arrays_claiming_gigabytes_take_what_their_record_takes() {
+    // 4 GiB - 16 and 0x7fffffff against the record's own 4 KiB.
+    within_twice("tracepoint:4294967280", "tracepoint:4096");
+    within_twice("tracepoint:2147483647", "tracepoint:4096");
 }
 
 /// libiberty prints the substitution bombs until memory runs out (then

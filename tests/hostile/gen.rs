@@ -281,9 +281,16 @@ pub fn recompress_with_zstd(elf: &[u8], name: &str) -> Vec<u8> {
     out
 }
 
-/// A copy of the file-mode perf.data `data` whose tracing data (the
-/// TRACING_DATA feature) says its kallsyms text is `size` bytes long.
-pub fn tracing_kallsyms_size(data: &[u8], size: u32) -> Vec<u8> {
+/// Where the parts of the tracing data (the TRACING_DATA feature) of the
+/// file-mode perf.data `data` are: the section, each event format file
+/// (offset of its u64 size, in the section) and the kallsyms size.
+struct TracingParts {
+    section: std::ops::Range<usize>,
+    events: Vec<usize>,
+    kallsyms: usize,
+}
+
+fn tracing_parts(data: &[u8]) -> TracingParts {
     // The feature table follows the data section; TRACING_DATA (bit 1, the
     // lowest perf sets) has its first entry.
     let u64_le = |p: usize| u64::from_le_bytes(data[p..p + 8].try_into().unwrap()) as usize;
@@ -301,6 +308,7 @@ pub fn tracing_kallsyms_size(data: &[u8], size: u32) -> Vec<u8> {
         pos += tag.len();
         pos += 8 + u64_at(pos);
     }
+    let mut events = Vec::new();
     let count = u32_at(pos);
     pos += 4;
     for _ in 0..count {
@@ -313,11 +321,38 @@ pub fn tracing_kallsyms_size(data: &[u8], size: u32) -> Vec<u8> {
         let count = u32_at(pos);
         pos += 4;
         for _ in 0..count {
+            events.push(pos);
             pos += 8 + u64_at(pos);
         }
     }
+    TracingParts { section: base..base + len, events, kallsyms: pos }
+}
+
+/// A copy of the file-mode perf.data `data` whose tracing data says its
+/// kallsyms text is `size` bytes long.
+pub fn tracing_kallsyms_size(data: &[u8], size: u32) -> Vec<u8> {
+    let parts = tracing_parts(data);
+    let at = parts.section.start + parts.kallsyms;
     let mut out = data.to_vec();
-    out[base + pos..base + pos + 4].copy_from_slice(&size.to_le_bytes());
+    out[at..at + 4].copy_from_slice(&size.to_le_bytes());
+    out
+}
+
+/// The tracing data of the file-mode perf.data `data`, with its first
+/// two event formats replaced by `formats` (format file texts).
+pub fn tracing_data_with(data: &[u8], formats: [&str; 2]) -> Vec<u8> {
+    let parts = tracing_parts(data);
+    let td = &data[parts.section.clone()];
+    let size = |p: usize| u64::from_le_bytes(td[p..p + 8].try_into().unwrap()) as usize;
+    let mut out = Vec::new();
+    let mut from = 0;
+    for (&at, text) in parts.events.iter().zip(formats) {
+        out.extend_from_slice(&td[from..at]);
+        out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+        from = at + 8 + size(at);
+    }
+    out.extend_from_slice(&td[from..]);
     out
 }
 
