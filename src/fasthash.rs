@@ -38,7 +38,8 @@ mod tests {
     #[test]
     fn crafted_keys_spread_like_random_ones() {
         let n = 500_000u64;
-        let families: [(&str, Box<dyn Fn(u64) -> u64>); 5] = [
+        type Family = (&'static str, Box<dyn Fn(u64) -> u64>);
+        let families: [Family; 5] = [
             ("i << 45", Box::new(|i| i << 45)),
             ("i << 32", Box::new(|i| i << 32)),
             ("bits reversed", Box::new(|i| i.reverse_bits())),

@@ -105,9 +105,11 @@ pub(crate) struct Script {
     attr_types_seen: std::collections::HashSet<u32>,
     combined_sample_type: u64,
     /// Pipe mode with `--header`/`-I`: features are printed as they
-    /// arrive, and what could not be printed is said afterwards.
+    /// arrive.
     features: Option<header::FeatureStream>,
-    pub feature_warnings: Vec<String>,
+    /// What to say afterwards: features that could not be printed,
+    /// tracing data that was skipped in part.
+    pub warnings: Vec<String>,
 }
 
 impl Script {
@@ -134,14 +136,18 @@ impl Script {
             attr_types_seen: Default::default(),
             combined_sample_type: 0,
             features: None,
-            feature_warnings: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
     /// Takes the tracing data (TRACING_DATA feature section in file mode,
     /// HEADER_TRACING_DATA payload in pipe mode).
+    /// A damaged part that was skipped is said among the warnings.
     pub fn load_tracing_data(&mut self, bytes: &[u8], pipe: bool) -> std::result::Result<(), crate::tracepoint::TracingDataError> {
         let td = TracingData::parse(bytes)?;
+        if let Some(d) = &td.damage {
+            self.warnings.push(format!("tracing data: {d}"));
+        }
         self.tracing = Some(td);
         self.trace_resolver = !pipe;
         self.name_width = None;
@@ -526,7 +532,7 @@ impl Tool for Script {
         let Some(stream) = self.features.as_mut() else { return Ok(()) };
         let mut text = Vec::new();
         if let Err(w) = stream.feature(&mut text, bit, payload, cx.endian, cx.evlist) {
-            self.feature_warnings.push(w);
+            self.warnings.push(w);
         }
         if !text.is_empty() {
             self.write_through(&text).map_err(Error::Output)?;
@@ -537,7 +543,7 @@ impl Tool for Script {
     /// perf's `perf_event__process_tracing_data` (pipe mode).
     fn tracing_data(&mut self, data: &[u8]) {
         if let Err(e) = self.load_tracing_data(data, true) {
-            eprintln!("pstitch: tracing data: {e}");
+            self.warnings.push(format!("tracing data: {e}"));
         }
     }
 }

@@ -234,7 +234,7 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     if result.as_ref().is_err_and(Error::is_broken_pipe) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
         return report(Outcome::Printed, messages);
     }
-    for w in std::mem::take(&mut script.feature_warnings).into_iter().chain(session.warnings.messages()) {
+    for w in std::mem::take(&mut script.warnings).into_iter().chain(session.warnings.messages()) {
         messages.push(format!("pstitch: {name}: warning: {w}"));
     }
     let st = &session.stats;

@@ -91,19 +91,36 @@ impl std::ops::Deref for SectionBytes {
     }
 }
 
+/// Opens `path` for reading if it is a regular file (following symbolic
+/// links), `None` otherwise.
+///
+/// The open itself must not wait: opening a FIFO for reading blocks until
+/// a writer comes, and a device may do anything. So the file is opened
+/// with `O_NONBLOCK` (which changes nothing for a regular file's reads)
+/// and its type checked on the open descriptor, not on the name (which
+/// could be swapped in between). perf skips a candidate that is not a
+/// regular file (`is_regular_file` in `dso__load`); so does pstitch, here
+/// for every object file it opens.
+pub fn open_regular(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
 /// Maps `path` read-only; `None` if it is not a readable regular file.
 pub fn map_file(path: &Path) -> Option<Arc<FileBytes>> {
-    let file = File::open(path).ok()?;
+    let file = open_regular(path)?;
     let meta = file.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
     if meta.len() == 0 {
         return Some(Arc::new(FileBytes::Owned(Vec::new())));
     }
     match crate::engine::mapping::Mapping::map(&file) {
         Ok(m) => Some(Arc::new(FileBytes::Shared(Arc::new(m)))),
-        Err(_) => std::fs::read(path).ok().map(|v| Arc::new(FileBytes::Owned(v))),
+        Err(_) => {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut &file, &mut v).ok()?;
+            Some(Arc::new(FileBytes::Owned(v)))
+        }
     }
 }
 
@@ -188,6 +205,12 @@ pub struct Elf {
 /// `sh_flags`: the section's data is compressed (a header, then zlib or
 /// zstd).
 const SHF_COMPRESSED: u64 = 0x800;
+/// `ch_type` of a compressed section's header.
+const ELFCOMPRESS_ZLIB: u32 = 1;
+const ELFCOMPRESS_ZSTD: u32 = 2;
+/// No section inflates to more than this many times the size of the file
+/// holding it (binutils' limit where it checks one).
+const MAX_INFLATION: u64 = 10;
 
 impl Elf {
     /// Parses the headers; `None` if this is not an ELF file at all.
@@ -284,38 +307,38 @@ impl Elf {
         SectionBytes::Mapped(self.bytes.clone(), start, start + b.len())
     }
 
-    /// The contents of a section, decompressed if `SHF_COMPRESSED`.
+    /// The contents of a section, decompressed if `SHF_COMPRESSED`, as
+    /// binutils 2.47's addr2line reads them (`decompress_contents`, into a
+    /// buffer of the size the compression header claims):
+    ///
+    /// - zlib must fill the claimed size exactly, else the section is not
+    ///   read at all;
+    /// - zstd is read if it fits in the claimed size; binutils leaves the
+    ///   rest of its buffer as it was, here the section simply ends.
+    ///
+    /// The claim is not allocated: room grows with what really inflates
+    /// (see [`inflate`]). And, as binutils does where it checks a size
+    /// (`_bfd_section_size_insane`: "an arbitrary uncompressed size of 10x
+    /// the file size"), nothing inflates to more than ten times the size
+    /// of the file holding it: a section that would is not read.
     pub fn data(&self, s: &Section) -> Option<Cow<'_, [u8]>> {
         let raw = self.raw_data(s)?;
         if s.sh_flags & SHF_COMPRESSED == 0 {
             return Some(Cow::Borrowed(raw));
         }
-        let (ch_type, size, hdr_len) = if self.is_64 {
+        let (ch_type, claim, hdr_len) = if self.is_64 {
             (self.u32_at(raw, 0)?, self.u64_at(raw, 8)?, 24)
         } else {
             (self.u32_at(raw, 0)?, self.u32_at(raw, 4)? as u64, 12)
         };
         let body = raw.get(hdr_len..)?;
-        let size = usize::try_from(size).ok()?;
-        if size > 1 << 32 {
-            return None;
-        }
-        match ch_type {
-            1 => {
-                // One call with all the input and room for all the output:
-                // inflating piecewise (a reader) copies every piece's tail
-                // into the sliding window, and the input into a buffer.
-                let mut out = Vec::with_capacity(size);
-                let mut d = flate2::Decompress::new(true);
-                let status = d.decompress_vec(body, &mut out, flate2::FlushDecompress::Finish).ok()?;
-                (status == flate2::Status::StreamEnd && out.len() == size).then_some(Cow::Owned(out))
-            }
-            2 => {
-                let out = zstd::bulk::decompress(body, size).ok()?;
-                (out.len() == size).then_some(Cow::Owned(out))
-            }
-            _ => None,
-        }
+        let limit = (self.bytes.len() as u64).saturating_mul(MAX_INFLATION);
+        let out = match ch_type {
+            ELFCOMPRESS_ZLIB if claim <= limit => inflate::zlib(body, usize::try_from(claim).ok()?)?,
+            ELFCOMPRESS_ZSTD => inflate::zstd(body, usize::try_from(claim.min(limit)).ok()?)?,
+            _ => return None,
+        };
+        Some(Cow::Owned(out))
     }
 
     pub fn u16_at(&self, d: &[u8], off: usize) -> Option<u16> {
@@ -469,6 +492,68 @@ impl Elf {
     }
 }
 
+/// Inflating a compressed section. The size its header claims bounds the
+/// output but is not allocated up front: room grows (doubling) with what
+/// the data really inflates to, so a header claiming gigabytes over a few
+/// kilobytes of data costs kilobytes.
+mod inflate {
+    /// First room for the output: a few times the input (debug sections
+    /// compress 3-5:1), at most the claim.
+    fn first_room(input: usize, size: usize) -> usize {
+        input.saturating_mul(4).max(4096).min(size)
+    }
+
+    /// A zlib stream (ELFCOMPRESS_ZLIB) that ends exactly at `size` bytes.
+    pub fn zlib(body: &[u8], size: usize) -> Option<Vec<u8>> {
+        // Few large calls: inflating into small pieces copies every piece's
+        // tail into the sliding window.
+        let mut out = Vec::new();
+        let mut room = first_room(body.len(), size);
+        let mut d = flate2::Decompress::new(true);
+        loop {
+            out.reserve_exact(room - out.len());
+            let (in_before, out_before) = (d.total_in(), out.len());
+            let rest = body.get(usize::try_from(in_before).ok()?..)?;
+            let status = d.decompress_vec(rest, &mut out, flate2::FlushDecompress::Finish).ok()?;
+            if status == flate2::Status::StreamEnd {
+                return (out.len() == size).then_some(out);
+            }
+            if out.len() < room {
+                // Room left but the stream stopped: the input ran out
+                // (or nothing moved at all).
+                if (d.total_in() == in_before && out.len() == out_before) || d.total_in() as usize >= body.len() {
+                    return None;
+                }
+                continue;
+            }
+            if room == size {
+                // Full to the claim and the stream goes on.
+                return None;
+            }
+            room = room.saturating_mul(2).min(size);
+        }
+    }
+
+    /// zstd frames (ELFCOMPRESS_ZSTD) that decode to at most `size` bytes.
+    ///
+    /// Decoded in one call into the output (as binutils does, so no window
+    /// buffer of zstd's own); when the room is too small the call fails and
+    /// is made again with twice the room, which at most doubles the work.
+    pub fn zstd(body: &[u8], size: usize) -> Option<Vec<u8>> {
+        let mut decoder = zstd::bulk::Decompressor::new().ok()?;
+        let mut room = first_room(body.len(), size);
+        loop {
+            let mut out = Vec::with_capacity(room);
+            match decoder.decompress_to_buffer(body, &mut out) {
+                Ok(_) => return Some(out),
+                // Too little room, or bad data: only more room tells.
+                Err(_) if room < size => room = room.saturating_mul(2).min(size),
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
 fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
@@ -519,14 +604,20 @@ mod tests {
         }
     }
 
+    /// The rustwork fixture (its debug sections are zlib-compressed).
+    fn rustwork() -> (Vec<u8>, Elf) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+        let bytes = std::fs::read(path).expect("fixture");
+        let elf = Elf::parse(own(bytes.clone())).expect("ELF");
+        (bytes, elf)
+    }
+
     /// A zlib-compressed section inflates to the size its header gives;
     /// the same section cut short, or with a header that claims another
     /// size, gives nothing.
     #[test]
     fn compressed_sections_inflate_whole_or_not_at_all() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
-        let bytes = std::fs::read(path).expect("fixture");
-        let elf = Elf::parse(own(bytes.clone())).expect("ELF");
+        let (bytes, elf) = rustwork();
         let (_, s) = elf.section_by_name(".debug_info").expect(".debug_info");
         assert_ne!(s.sh_flags & SHF_COMPRESSED, 0, "the fixture's debug sections are compressed");
         let raw = elf.raw_data(s).expect("raw");
@@ -541,11 +632,43 @@ mod tests {
         cut[at + raw.len() / 2..at + raw.len()].fill(0);
         let cut = Elf::parse(own(cut)).expect("ELF");
         assert!(cut.data(cut.section_by_name(".debug_info").unwrap().1).is_none());
-        for claimed in [size - 1, size + 1] {
+        for claimed in [size - 1, size + 1, 2 * size, 3 << 30, 5 << 30] {
             let mut other = bytes.clone();
             other[at + 8..at + 16].copy_from_slice(&(claimed as u64).to_le_bytes());
             let other = Elf::parse(own(other)).expect("ELF");
             assert!(other.data(other.section_by_name(".debug_info").unwrap().1).is_none(), "{claimed}");
         }
+    }
+
+    /// The same section compressed with zstd (written over the zlib data
+    /// in place): read whenever it fits in the claimed size, as binutils
+    /// 2.47 reads it, up to ten times the file's size.
+    #[test]
+    fn zstd_sections_inflate_within_their_claim() {
+        let (bytes, elf) = rustwork();
+        let (idx, s) = elf.section_by_name(".debug_info").expect(".debug_info");
+        let plain = elf.data(s).expect("inflates").into_owned();
+        let packed = zstd::bulk::compress(&plain, 19).expect("zstd");
+        assert!(24 + packed.len() <= s.sh_size as usize, "fits in place");
+        let (at, shdr) = (s.sh_offset as usize, u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize + idx * 64);
+        let with_claim = |claim: u64| {
+            let mut v = bytes.clone();
+            v[at..at + 4].copy_from_slice(&ELFCOMPRESS_ZSTD.to_le_bytes());
+            v[at + 8..at + 16].copy_from_slice(&claim.to_le_bytes());
+            v[at + 24..at + 24 + packed.len()].copy_from_slice(&packed);
+            v[shdr + 32..shdr + 40].copy_from_slice(&(24 + packed.len() as u64).to_le_bytes());
+            Elf::parse(own(v)).expect("ELF")
+        };
+        let size = plain.len() as u64;
+        for claim in [size, size + 1, 2 * size, 3 << 30, 5 << 30] {
+            let e = with_claim(claim);
+            let data = e.data(e.section_by_name(".debug_info").unwrap().1);
+            assert!(data.as_deref() == Some(&plain[..]), "claim {claim}");
+        }
+        let e = with_claim(size - 1);
+        assert!(e.data(e.section_by_name(".debug_info").unwrap().1).is_none());
+        // The bound (the claim, or ten times the file) is a hard one.
+        assert!(inflate::zstd(&packed, plain.len() - 1).is_none());
+        assert_eq!(inflate::zstd(&packed, plain.len()).as_deref(), Some(&plain[..]));
     }
 }

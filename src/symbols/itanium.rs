@@ -26,6 +26,21 @@ type P = Option<Id>;
 const RECURSION_LIMIT: usize = 2048;
 /// libiberty's `MAX_RECURSION_COUNT` (printing depth).
 const MAX_PRINT_DEPTH: i32 = 1024;
+/// The longest name printed. libiberty has no limit of its own: its output
+/// grows until `realloc` fails, and `__cxa_demangle` then returns NULL (so
+/// perf prints the mangled name). A name of at most 1,024 bytes whose
+/// substitutions nest (`S_IS0_S0_E`, again and again) doubles its output
+/// with every level: 32 levels ask for ~36 GB, which perf-ref, with the
+/// memory of this machine, gives up on after 16 GB and two minutes. The
+/// longest names real programs have are a few KB (8.4 KB, 28 times its
+/// 613-byte mangled form, among the 247,604 `_Z` symbols of a Debian
+/// system with LLVM), so here the line is drawn at 64 KiB: a longer name
+/// fails as if memory had run out, at once.
+const MAX_OUTPUT: usize = 64 << 10;
+/// Components printed for one name at most: the same bound for the work
+/// (substitutions that nest over parts that print nothing would spend
+/// exponential time without output).
+const MAX_PRINT_CALLS: u32 = 1 << 20;
 
 /// Demangles `mangled` as `abi::__cxa_demangle` does; `None` when it fails.
 pub fn demangle(mangled: &str) -> Option<String> {
@@ -2099,6 +2114,8 @@ struct Printer<'a> {
     mods: Vec<Mod>,
     modifiers: Option<u32>,
     recursion: i32,
+    /// Components printed so far (see [`MAX_PRINT_CALLS`]).
+    calls: u32,
     lambda_tpl_parms: i32,
     pack_index: i32,
     stack: Vec<Id>,
@@ -2125,6 +2142,7 @@ impl<'a> Printer<'a> {
             mods: Vec::new(),
             modifiers: None,
             recursion: 0,
+            calls: 0,
             lambda_tpl_parms: 0,
             pack_index: 0,
             stack: Vec::new(),
@@ -2196,12 +2214,28 @@ impl<'a> Printer<'a> {
         }
     }
 
+    /// Whether `n` more bytes fit within [`MAX_OUTPUT`] (else printing
+    /// has failed).
+    fn room(&mut self, n: usize) -> bool {
+        if self.out.len() + n > MAX_OUTPUT {
+            self.failed = true;
+        } else if self.out.len() + n > self.out.capacity() {
+            // Doubling, but never past the limit.
+            let more = self.out.capacity().max(n).min(MAX_OUTPUT - self.out.len());
+            self.out.reserve_exact(more);
+        }
+        !self.failed
+    }
     fn ch(&mut self, c: u8) {
-        self.out.push(c);
-        self.last = c;
+        if self.room(1) {
+            self.out.push(c);
+            self.last = c;
+        }
     }
     fn s(&mut self, s: &[u8]) {
-        if let Some(&c) = s.last() {
+        if let Some(&c) = s.last()
+            && self.room(s.len())
+        {
             self.out.extend_from_slice(s);
             self.last = c;
         }
@@ -2239,7 +2273,8 @@ impl<'a> Printer<'a> {
             self.failed = true;
             return;
         };
-        if self.printing[d as usize] > 1 || self.recursion > MAX_PRINT_DEPTH {
+        self.calls += 1;
+        if self.printing[d as usize] > 1 || self.recursion > MAX_PRINT_DEPTH || self.calls > MAX_PRINT_CALLS {
             self.failed = true;
             return;
         }
@@ -2788,7 +2823,7 @@ impl<'a> Printer<'a> {
                     self.print(node.r);
                     // An empty pack prints nothing: the ", " is taken back
                     // (the last character stays the space).
-                    if self.out.len() == len {
+                    if self.out.len() == len && !self.failed {
                         self.out.truncate(len - 2);
                     }
                 }

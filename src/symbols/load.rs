@@ -548,7 +548,12 @@ fn x86_64_plt_disp(p: &[u8]) -> u32 {
 /// perf's `dso__load_perf_map`: `START SIZE name` lines (hex).
 pub fn load_perf_map(path: &Path) -> SymTab {
     let mut t = SymTab::default();
-    let Ok(data) = std::fs::read(path) else { return t };
+    // Never a FIFO or a device: reading one could wait forever.
+    let mut data = Vec::new();
+    let Some(mut file) = elf::open_regular(path) else { return t };
+    if std::io::Read::read_to_end(&mut file, &mut data).is_err() {
+        return t;
+    }
     let hex_prefix = |s: &[u8]| -> (u64, usize) {
         // strtoull(.., 16): optional whitespace, sign, 0x prefix.
         let mut i = 0;

@@ -78,6 +78,19 @@ impl<'a, 'r> Eval<'a, 'r> {
         v
     }
 
+    /// The part of `off..off + len` that lies in the record. libtraceevent
+    /// reads arrays for as long as their length says, past the end of the
+    /// record into whatever memory follows (a length of 0x7fffffff reads
+    /// until it crashes); pstitch stops at the end of the record, so that
+    /// no field prints more than its record holds.
+    pub(super) fn within(&self, off: u64, len: u64) -> &'a [u8] {
+        let data: &'a [u8] = self.data;
+        match usize::try_from(off) {
+            Ok(o) if o < data.len() => &data[o..o + (data.len() - o).min(usize::try_from(len).unwrap_or(usize::MAX))],
+            _ => &[],
+        }
+    }
+
     /// The C string at `off` (ending at a NUL or the end of the record).
     fn str_at(&self, off: u64) -> &'a [u8] {
         match usize::try_from(off) {
@@ -168,7 +181,7 @@ impl<'a, 'r> Eval<'a, 'r> {
                 let v = self.num(item);
                 eval_type_str(v, ty, false)
             }
-            Arg::Str(_) | Arg::BStr(_) | Arg::Bitmask { .. } => 0,
+            Arg::Str(_) | Arg::Bitmask { .. } => 0,
             Arg::DynArrayLen { field } => self.dynamic_offset(self.field(*field)).1 as u64,
             Arg::DynArray { field } => {
                 // C yields the address of the data in perf's memory; the
@@ -303,8 +316,8 @@ impl<'a, 'r> Eval<'a, 'r> {
                     return;
                 }
                 let len = if f.size != 0 { f.size as u64 } else { (self.data.len() as u64).saturating_sub(f.offset as u64) };
-                let b = self.bytes(f.offset as u64, len.min(1 << 20) as usize);
-                printf::format(out, format, len_arg, CArg::Str(&b));
+                let b = self.within(f.offset as u64, len);
+                printf::format(out, format, len_arg, CArg::Str(b));
             }
             Arg::Flags { field, delim, flags } => {
                 let mut val = self.num(field) as i64;
@@ -343,7 +356,7 @@ impl<'a, 'r> Eval<'a, 'r> {
             Arg::Hex { field, size, spaced } => {
                 let Some(start) = self.array_start(field) else { return };
                 let len = self.num(size) as u32;
-                let b = self.bytes(start, (len as usize).min(1 << 20));
+                let b = self.within(start, len as u64);
                 for (i, x) in b.iter().enumerate() {
                     if i > 0 && *spaced {
                         out.push(b' ');
@@ -357,7 +370,12 @@ impl<'a, 'r> Eval<'a, 'r> {
                 let mut el = self.num(el_size) as i32;
                 out.push(b'{');
                 let mut pos = start;
-                for i in 0..len.min(1 << 20) {
+                for i in 0..len {
+                    // Elements past the end of the record are not read.
+                    let width = if matches!(el, 1 | 2 | 4 | 8) { el as u64 } else { 1 };
+                    if pos.checked_add(width).is_none_or(|end| end > self.data.len() as u64) {
+                        break;
+                    }
                     if i > 0 {
                         out.push(b',');
                     }
@@ -389,7 +407,6 @@ impl<'a, 'r> Eval<'a, 'r> {
                 let s = self.str_at(off as u64);
                 printf::format(out, format, len_arg, CArg::Str(s));
             }
-            Arg::BStr(s) => printf::format(out, format, len_arg, CArg::Str(s.as_bytes())),
             Arg::Bitmask { name, cpumask } => {
                 let Some(idx) = self.find_any_field(name) else { return };
                 let (off, len) = self.dynamic_offset(self.field(idx));
@@ -491,10 +508,6 @@ impl<'a, 'r> Eval<'a, 'r> {
     /// `print_arg_pointer`: `%p` and its extensions. `spec` is the whole
     /// conversion (`%pS`, `%pI4`, ...).
     fn pointer(&mut self, out: &mut Vec<u8>, spec: &[u8], plen: i32, arg: &mut Arg) {
-        if let Arg::BStr(s) = arg {
-            out.extend_from_slice(cstr(s.as_bytes()));
-            return;
-        }
         let after = spec.iter().position(|&c| c == b'p').map(|i| &spec[i + 1..]).unwrap_or(b"");
         match after.first().copied().unwrap_or(0) {
             b'F' | b'f' | b'S' | b's' => {
@@ -813,7 +826,6 @@ fn arg_type_number(a: &Arg) -> i32 {
         Arg::Hex { spaced: true, .. } => 5,
         Arg::Type { .. } => 6,
         Arg::Str(_) => 7,
-        Arg::BStr(_) => 8,
         Arg::DynArray { .. } => 9,
         Arg::Op { .. } => 10,
         Arg::Bitmask { cpumask: false, .. } => 12,

@@ -31,8 +31,10 @@ pub fn print_field_raw(ev: &Eval<'_, '_>, out: &mut Vec<u8>, f: &Field) {
         };
         let data = ev.data;
         let at = |i: u64| usize::try_from(i).ok().and_then(|i| data.get(i)).copied().unwrap_or(0);
-        let region: Vec<u8> = (0..len as u64).map(|i| at(offset as u64 + i)).collect();
-        if f.has(ff::STRING) && printable(&region) {
+        // Only what lies in the record (a static array's size is the
+        // format's claim: libtraceevent reads it all, past the record).
+        let region = ev.within(offset as u64, len as u64);
+        if f.has(ff::STRING) && printable(region) {
             // "%s" of the data at the offset: up to a NUL, even past `len`.
             let mut i = offset as u64;
             loop {

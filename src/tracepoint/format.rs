@@ -46,10 +46,8 @@ pub mod ef {
 #[derive(Debug, Clone)]
 pub struct Field {
     pub name: String,
-    pub type_: String,
     pub offset: u32,
     pub size: u32,
-    pub arraylen: u32,
     pub elementsize: u32,
     /// libtraceevent clears `STRING` the first time an unprintable string
     /// field is printed raw; that sticks for later records.
@@ -84,6 +82,7 @@ pub enum FormatError {
 }
 
 impl Event {
+    #[cfg(test)]
     pub fn failed(&self) -> bool {
         self.flags.get() & ef::FAILED != 0
     }
@@ -334,7 +333,7 @@ fn read_fields(lx: &mut Lexer<'_>, isftrace: bool, long_size: u32) -> Option<Vec
         } else {
             size
         };
-        fields.push(Field { name, type_: ftype, offset, size, arraylen, elementsize, flags: Cell::new(flags) });
+        fields.push(Field { name, offset, size, elementsize, flags: Cell::new(flags) });
     }
 }
 
@@ -349,11 +348,11 @@ mod tests {
         let e = Event::parse(SWITCH.as_bytes(), "sched", 8).unwrap();
         assert_eq!((e.id, e.name.as_str(), e.nr_common, e.fields.len()), (372, "sched_switch", 4, 9));
         let comm = &e.fields[4];
-        assert_eq!((comm.name.as_str(), comm.type_.as_str(), comm.offset, comm.size, comm.elementsize), ("prev_comm", "char[16]", 8, 16, 1));
+        assert_eq!((comm.name.as_str(), comm.offset, comm.size, comm.elementsize), ("prev_comm", 8, 16, 1));
         assert!(comm.has(ff::ARRAY) && comm.has(ff::STRING));
         assert!(e.fields[5].has(ff::SIGNED));
         let dl = &e.fields[6];
-        assert_eq!((dl.name.as_str(), dl.type_.as_str(), dl.elementsize), ("name", "__data_loc char[]", 1));
+        assert_eq!((dl.name.as_str(), dl.elementsize), ("name", 1));
         assert!(dl.has(ff::DYNAMIC) && dl.has(ff::STRING));
         assert!(e.fields[7].has(ff::POINTER));
         assert_eq!(e.fields[8].elementsize, 8);

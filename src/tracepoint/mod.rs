@@ -202,6 +202,53 @@ mod tests {
         assert_eq!(show(&mut td, &r), "[UNKNOWN EVENT]");
     }
 
+    /// Array lengths far past the record (a static array of 4 GiB, counts
+    /// of 0x7fffffff): only what the record holds is printed, and memory
+    /// stays within the record's size.
+    #[test]
+    fn arrays_print_no_more_than_their_record_holds() {
+        let big = format_file("big", 310, "\tfield:char big[4294967280];\toffset:8;\tsize:4294967280;\tsigned:0;\n", "\"x\", frob(REC->big)");
+        let arr = format_file(
+            "arr",
+            311,
+            "\tfield:unsigned long vals[2];\toffset:8;\tsize:16;\tsigned:0;\n",
+            &format!("\"{}\", {}", "%s ".repeat(300), "__print_array(REC->vals, 0x7fffffff, 8), __print_hex(REC->vals, 0x7fffffff), ".repeat(150).trim_end_matches(", ")),
+        );
+        let mut td = TracingData::parse(&tracing_data(&[("test", big), ("test", arr)], "")).unwrap();
+        let mut r = vec![0u8; 24];
+        r[0..2].copy_from_slice(&310u16.to_le_bytes());
+        r[8..24].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+        assert_eq!(show(&mut td, &r), "[FAILED TO PARSE] big=ARRAY[01, 02, 03, 04, 05, 06, 07, 08, 09, 0a, 0b, 0c, 0d, 0e, 0f, 10]");
+        r[0..2].copy_from_slice(&311u16.to_le_bytes());
+        r[8..24].copy_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]);
+        let one = "{0x1,0x2} 01 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 ";
+        assert!(show(&mut td, &r) == one.repeat(150));
+        // One byte short of the second element: it is not printed.
+        assert!(show(&mut td, &r[..23]) == "{0x1} 01 00 00 00 00 00 00 00 02 00 00 00 00 00 00 ".repeat(150));
+    }
+
+    /// A kallsyms size past the end (perf only seeks over it) loses the
+    /// printk formats and saved cmdlines after it, not the events.
+    #[test]
+    fn kallsyms_size_past_the_end_keeps_the_events() {
+        let good = sample_data();
+        let printk = "0xffffffff81000010 : \"hello\\n\"\n";
+        let at = good.len() - 8 - printk.len() - 4 - 4;
+        assert_eq!(&good[at..at + 8], &[0, 0, 0, 0, printk.len() as u8, 0, 0, 0]);
+        for size in [u32::MAX, (good.len() - at - 4 + 1) as u32] {
+            let mut bad = good.clone();
+            bad[at..at + 4].copy_from_slice(&size.to_le_bytes());
+            let mut td = TracingData::parse(&bad).expect("events kept");
+            assert!(td.damage.as_deref().is_some_and(|d| d.contains("kallsyms size")), "{:?}", td.damage);
+            assert!(td.tep.printk.is_empty());
+            let r = record_demo(3, b"abc\0", 0xffffffff81000010, 0);
+            assert_eq!(show(&mut td, &r), "comm=work state=S|D name=abc msg=ffffffff81000010 ptr=(nil) big=yes");
+        }
+        // A size that fits is skipped as before.
+        let td = TracingData::parse(&good).unwrap();
+        assert!(td.damage.is_none() && !td.tep.printk.is_empty());
+    }
+
     #[test]
     fn hostile_tracing_data_is_an_error_not_a_panic() {
         let good = sample_data();

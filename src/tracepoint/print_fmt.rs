@@ -44,8 +44,6 @@ pub enum Arg {
     Type { ty: String, item: Box<Arg> },
     /// `__get_str(name)`.
     Str(String),
-    /// A string made for a binary printk.
-    BStr(String),
     Bitmask { name: String, cpumask: bool },
     DynArray { field: usize },
     DynArrayLen { field: usize },
@@ -78,7 +76,6 @@ pub struct PrintParse {
 /// A parsed `print fmt`.
 #[derive(Debug, Clone, Default)]
 pub struct PrintFmt {
-    pub format: String,
     pub parse: Vec<PrintParse>,
 }
 
@@ -817,7 +814,7 @@ pub fn read_print(lx: &mut Lexer<'_>, event: &mut Event, long_size: u32) {
     match result {
         Some((format, args)) => {
             let parse = parse_args(event, format.as_bytes(), args);
-            event.print = PrintFmt { format, parse };
+            event.print = PrintFmt { parse };
         }
         None => event.set_failed(),
     }

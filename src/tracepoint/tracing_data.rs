@@ -13,7 +13,10 @@
 //! u64 size, saved_cmdlines text             (version >= 0.6)
 //! ```
 //! Numbers are in the byte order the second part announces. Any error
-//! makes the whole tracing data unusable, as in perf.
+//! makes the whole tracing data unusable, as in perf, with one exception:
+//! perf seeks over the kallsyms text without reading it, so a kallsyms
+//! size past the end only loses what follows it (see
+//! [`TracingData::damage`]).
 
 use std::collections::HashMap;
 
@@ -25,13 +28,14 @@ use super::lexer::{Lexer, Tok, atoi, strtoull};
 #[derive(Debug, Default)]
 pub struct TracingData {
     pub version: String,
-    pub page_size: u32,
     pub tep: Tep,
     pub events: Vec<Event>,
     pub cmdlines: HashMap<i32, String>,
     /// Bytes the parse consumed (perf checks it against the record size in
     /// pipe mode).
     pub size: usize,
+    /// Damage the parse stepped over (the rest was used), to be reported.
+    pub damage: Option<String>,
 }
 
 /// Why tracing data could not be read.
@@ -171,7 +175,6 @@ impl TracingData {
 
         let mut td = TracingData {
             version,
-            page_size,
             tep: Tep { big_endian, long_size, ..Tep::default() },
             ..TracingData::default()
         };
@@ -210,7 +213,17 @@ impl TracingData {
             }
         }
         // kallsyms: skipped (perf resolves addresses with its own maps).
+        // perf seeks over it without reading, so a size running past the
+        // end is no error there: its next reads find the end of the file
+        // and give sizes of 0, which means no printk formats and no saved
+        // cmdlines. The events read so far are kept, here too.
         let n = r.u32("kallsyms size")?;
+        let left = r.buf.len() - r.pos;
+        if n as usize > left {
+            td.damage = Some(format!("kallsyms size {n} runs past the end of the tracing data ({left} bytes left); printk formats and saved cmdlines skipped"));
+            td.size = r.buf.len();
+            return Ok(td);
+        }
         r.take(n as u64, "kallsyms")?;
         let n = r.u32("printk size")?;
         if n > 0 {

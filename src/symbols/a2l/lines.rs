@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use super::reader::Reader;
+use crate::fasthash::FastMap;
 
 #[derive(Debug, Clone, Copy)]
 struct Row {
@@ -61,6 +62,13 @@ pub struct LineTable {
     files: Vec<(Option<Arc<str>>, u64)>,
     /// Interned `concat_filename` results.
     pub names: Vec<Arc<str>>,
+    /// Where each name is in `names`, while decoding: a program may switch
+    /// files on every row, among tens of thousands of names, so finding a
+    /// name must not depend on how many there are.
+    name_ids: FastMap<Arc<str>, u32>,
+    /// Names looked at to intern one (for the tests' bound on the work).
+    #[cfg(test)]
+    probes: u64,
     /// Every row, while decoding (see [`LineTable::pack`]).
     rows: Vec<Row>,
     seqs: Vec<Sequence>,
@@ -158,11 +166,16 @@ impl LineTable {
     }
 
     fn intern(&mut self, name: Arc<str>) -> u32 {
-        if let Some(i) = self.names.iter().rposition(|n| **n == *name) {
-            return i as u32;
+        #[cfg(test)]
+        {
+            self.probes += 1;
         }
-        self.names.push(name);
-        (self.names.len() - 1) as u32
+        let next = self.names.len() as u32;
+        let id = *self.name_ids.entry(name.clone()).or_insert(next);
+        if id == next {
+            self.names.push(name);
+        }
+        id
     }
 
     fn sorts_after(&self, a: &Row, b: u32) -> bool {
@@ -313,20 +326,19 @@ impl LineTable {
             }
             t.use_dir_and_file_0 = false;
         }
-        let mut name_cache: Vec<Option<u32>> = Vec::new();
+        // The name of each file number once made (a file number not in the
+        // table yet is "<unknown>" until DW_LNE_define_file adds it: not
+        // kept).
+        let mut name_cache: FastMap<u64, u32> = FastMap::default();
         let mut file_name = |t: &mut LineTable, f: u64| -> u32 {
-            let i = f as usize;
-            if let Some(Some(n)) = name_cache.get(i) {
-                return *n;
+            if let Some(&n) = name_cache.get(&f) {
+                return n;
             }
             let name = t.concat_filename(f);
             let known = &*name != "<unknown>";
             let n = t.intern(name);
-            if known && i < 1 << 16 {
-                if name_cache.len() <= i {
-                    name_cache.resize(i + 1, None);
-                }
-                name_cache[i] = Some(n);
+            if known {
+                name_cache.insert(f, n);
             }
             n
         };
@@ -467,6 +479,7 @@ impl LineTable {
                 }
             }
         }
+        t.name_ids = FastMap::default();
         t.sort_sequences();
         Some(t)
     }
@@ -722,4 +735,79 @@ fn read_form(r: &mut Reader<'_>, form: u64, offset_size: u8, strs: &StrSections<
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DWARF 4 line program (64-bit addresses, `line_range` 14,
+    /// `opcode_base` 13) over `files` file names, `/src/f<i>.c`, with one
+    /// sequence: a row one byte further on after each `DW_LNS_set_file` of
+    /// `switches`.
+    fn program(files: usize, switches: &[u64]) -> Vec<u8> {
+        fn uleb(v: &mut Vec<u8>, mut x: u64) {
+            loop {
+                let b = (x & 0x7f) as u8;
+                x >>= 7;
+                if x == 0 {
+                    v.push(b);
+                    return;
+                }
+                v.push(b | 0x80);
+            }
+        }
+        let mut head = vec![1, 1, 1, (-5i8) as u8, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1];
+        head.extend_from_slice(b"/src\0\0");
+        for i in 0..files {
+            head.extend_from_slice(format!("f{i}.c\0").as_bytes());
+            head.extend_from_slice(&[1, 0, 0]);
+        }
+        head.push(0);
+        let mut prog = vec![0, 9, 2];
+        prog.extend_from_slice(&0x1000u64.to_le_bytes());
+        for &f in switches {
+            prog.push(4);
+            uleb(&mut prog, f);
+            // Special opcode: address +1, line +0.
+            prog.push(5 + 14 + 13);
+        }
+        prog.extend_from_slice(&[0, 1, 1]);
+        let mut unit = 4u16.to_le_bytes().to_vec();
+        unit.extend_from_slice(&(head.len() as u32).to_le_bytes());
+        unit.extend(head);
+        unit.extend(prog);
+        let mut out = (unit.len() as u32).to_le_bytes().to_vec();
+        out.extend(unit);
+        out
+    }
+
+    /// 50,000 file names and 300,000 file switches, to known names and to
+    /// numbers past the table ("<unknown>"): each switch interns its name
+    /// with one look, not a search through the names seen so far.
+    #[test]
+    fn switching_files_is_constant_work_per_row() {
+        let files = 50_000u64;
+        let mut switches: Vec<u64> = vec![files + 7];
+        switches.extend(1..=files);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..250_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            switches.push(if i % 2 == 0 { files + 1 + x % 1000 } else { 1 + x % files });
+        }
+        let data = program(files as usize, &switches);
+        let strs = StrSections { debug_str: &[], debug_line_str: &[], str_offsets: None };
+        let mut t = LineTable::decode(&data, 0, true, 8, Some("/cu".into()), &strs).expect("decodes");
+        assert!(t.probes <= switches.len() as u64 + 1, "{} names looked at for {} switches", t.probes, switches.len());
+        assert_eq!(t.names.len(), files as usize + 1);
+        t.pack();
+        // Row k (address 0x1001 + k) is in the file of switch k.
+        for k in [0usize, 1, 2, 49_999, 50_000, 50_001, 50_002, switches.len() - 2] {
+            let hit = t.lookup(0x1001 + k as u64).expect("a row");
+            let want = if switches[k] > files { "<unknown>".to_string() } else { format!("/src/f{}.c", switches[k] - 1) };
+            assert_eq!(hit.file.as_deref(), Some(&*want), "row {k}");
+        }
+    }
 }

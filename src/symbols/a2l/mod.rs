@@ -23,6 +23,13 @@ use bfd::{BfdFile, FoundFn, Section};
 use dwarf::{Dwarf, Sections, DW_TAG_INLINED_SUBROUTINE};
 use lines::LineHit;
 
+/// perf's `MAX_INLINE_NEST` (util/addr2line.c): after the first record of
+/// an address, perf appends at most this many inline records to its inline
+/// list and reads the rest of addr2line's answer without keeping it. So an
+/// address shows at most 1,025 entries, and when the chain is longer the
+/// outermost (the function holding the address) is not among them.
+pub const MAX_INLINE_NEST: usize = 1024;
+
 /// One output record of addr2line: function, `file:line` (`None` print as
 /// `??`, line 0 as `?`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,13 +223,14 @@ impl Session {
         found.then_some((Record { function: name, file, line }, chain))
     }
 
-    /// What `addr2line -a -i -f` prints for `pc`: `None` for `??`/`??:0`,
-    /// else the first record and the inline callers, innermost first.
+    /// What perf keeps of what `addr2line -a -i -f` prints for `pc`: `None`
+    /// for `??`/`??:0`, else the first record and the inline callers,
+    /// innermost first, at most [`MAX_INLINE_NEST`] of them.
     pub fn query(&mut self, pc: u64) -> Option<Vec<Record>> {
         let (first, chain) = self.first(pc)?;
         let mut out = vec![first];
         if let (Some((ui, mut fi)), Some(d)) = (chain, self.dwarf.as_ref()) {
-            loop {
+            while out.len() <= MAX_INLINE_NEST {
                 let f = d.func(ui, fi);
                 if f.caller == u32::MAX {
                     break;

@@ -1,0 +1,388 @@
+//! Crafted hostile inputs (issue 29): files whose sizes, counts and shapes
+//! are built to make a reader allocate, print or wait without bound. Each
+//! is made by a generator (tests/hostile/gen.rs) and checked two ways:
+//!
+//! - the output is perf's: perf-ref's output for the same input is kept in
+//!   tests/hostile/expected/ (made by tests/hostile/make-expected.sh, never
+//!   by pstitch);
+//! - the memory is bounded: the peak of what the library allocates for the
+//!   crafted input stays within twice that for the undamaged original,
+//!   measured by a counting allocator in a child process per measurement
+//!   (tests run in parallel threads; a fresh process has a peak of its own).
+
+#[path = "hostile/gen.rs"]
+mod generate;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static ALLOC: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture_symfs() -> PathBuf {
+    root().join("tests/fixtures/symfs")
+}
+
+fn kallsyms() -> PathBuf {
+    root().join("tests/fixtures/kallsyms/6.18.44-fc-v657.kallsyms")
+}
+
+/// What a path in a case's symfs holds.
+enum Entry {
+    File(Vec<u8>),
+    Fifo,
+}
+
+/// One crafted recording: its perf.data, what replaces or adds to the
+/// fixtures' symfs, and the `perf script` options.
+struct Case {
+    name: &'static str,
+    perf_data: Vec<u8>,
+    symfs: Vec<(&'static str, Entry)>,
+    args: &'static str,
+}
+
+fn fixture(rel: &str) -> Vec<u8> {
+    std::fs::read(root().join(rel)).expect(rel)
+}
+
+fn cases() -> Vec<Case> {
+    let rustwork = fixture("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+    let deep = ["/tmp/pstitch-hostile/deep1024", "/tmp/pstitch-hostile/deep1025", "/tmp/pstitch-hostile/deep1100"];
+    vec![
+        // Item 1: `.debug_info` (zlib) claiming 3 GiB in a 1 MB file.
+        Case {
+            name: "compressed-claim-zlib",
+            perf_data: fixture("tests/golden/rust/perf.data"),
+            symfs: vec![("tmp/pstitch-fixtures/bin/rustwork", Entry::File(generate::claim_compressed_size(&rustwork, ".debug_info", 3 << 30)))],
+            args: "",
+        },
+        // The same with zstd.
+        Case {
+            name: "compressed-claim-zstd",
+            perf_data: fixture("tests/golden/rust/perf.data"),
+            symfs: vec![(
+                "tmp/pstitch-fixtures/bin/rustwork",
+                Entry::File(generate::claim_compressed_size(&generate::recompress_with_zstd(&rustwork, ".debug_info"), ".debug_info", 3 << 30)),
+            )],
+            args: "",
+        },
+        // The zstd copy with its true size: read like the zlib original.
+        Case {
+            name: "compressed-zstd",
+            perf_data: fixture("tests/golden/rust/perf.data"),
+            symfs: vec![("tmp/pstitch-fixtures/bin/rustwork", Entry::File(generate::recompress_with_zstd(&rustwork, ".debug_info")))],
+            args: "",
+        },
+        // Item 6: 1,024, 1,025 and 1,100 nested inlined calls.
+        Case {
+            name: "deep-inline",
+            perf_data: generate::samples_in_dsos("deep", &deep, &[(0, generate::DEEP_PC), (1, generate::DEEP_PC), (2, generate::DEEP_PC)]),
+            symfs: vec![
+                ("tmp/pstitch-hostile/deep1024", Entry::File(generate::deep_inline_elf(1024))),
+                ("tmp/pstitch-hostile/deep1025", Entry::File(generate::deep_inline_elf(1025))),
+                ("tmp/pstitch-hostile/deep1100", Entry::File(generate::deep_inline_elf(1100))),
+            ],
+            args: "-F comm,tid,ip,sym,dso",
+        },
+        // Item 8: a FIFO where the DSO's file would be.
+        Case {
+            name: "fifo-dso",
+            perf_data: generate::samples_in_dsos("fifo", &[FIFO_DSO], &[(0, 0x1010)]),
+            symfs: vec![(&FIFO_DSO[1..], Entry::Fifo)],
+            args: "-F comm,tid,ip,sym,dso",
+        },
+        // Item 11: tracing data whose kallsyms size runs 4 GiB past its end.
+        Case {
+            name: "tracing-kallsyms-size",
+            perf_data: generate::tracing_kallsyms_size(&fixture("tests/golden/tp-kinds/perf.data"), u32::MAX),
+            symfs: vec![],
+            args: "",
+        },
+    ]
+}
+
+/// The DSO of the fifo-dso case; the test also puts a regular file there
+/// outside the symfs, where pstitch (like perf) reads a build-id from.
+const FIFO_DSO: &str = "/tmp/pstitch-hostile/fifo-dso";
+
+/// Makes `dir/symfs`: the fixtures' symfs (symbolic links, or copies when
+/// `copy`: perf-ref reads it from a chroot) with the case's entries.
+fn make_symfs(dir: &Path, entries: &[(&str, Entry)], copy: bool) {
+    fn walk(from: &Path, to: &Path, copy: bool) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let (src, dst) = (e.path(), to.join(e.file_name()));
+            if src.is_dir() {
+                walk(&src, &dst, copy);
+            } else if copy {
+                std::fs::copy(&src, &dst).unwrap();
+            } else {
+                std::os::unix::fs::symlink(&src, &dst).unwrap();
+            }
+        }
+    }
+    let symfs = dir.join("symfs");
+    walk(&fixture_symfs(), &symfs, copy);
+    for (rel, entry) in entries {
+        let p = symfs.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&p);
+        match entry {
+            Entry::File(bytes) => std::fs::write(&p, bytes).unwrap(),
+            Entry::Fifo => {
+                let ok = Command::new("mkfifo").arg(&p).status().expect("mkfifo").success();
+                assert!(ok, "mkfifo {}", p.display());
+            }
+        }
+    }
+}
+
+fn write_case(case: &Case, dir: &Path, copy: bool) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("perf.data"), &case.perf_data).unwrap();
+    std::fs::write(dir.join("args"), case.args).unwrap();
+    make_symfs(dir, &case.symfs, copy);
+}
+
+/// Writes every case to `$PSTITCH_HOSTILE_DIR/<name>/` for
+/// tests/hostile/make-expected.sh (symfs copied, not linked).
+#[test]
+#[ignore]
+fn write_cases() {
+    let dir = PathBuf::from(std::env::var("PSTITCH_HOSTILE_DIR").expect("PSTITCH_HOSTILE_DIR"));
+    for case in cases() {
+        write_case(&case, &dir.join(case.name), true);
+    }
+}
+
+/// Runs pstitch in `dir` as perf-ref was run there; a run that does not end
+/// within two minutes has hung (the guard is against a hang, not a speed
+/// target: the cases take well under a second).
+fn run_pstitch(dir: &Path, args: &str) -> (Vec<u8>, String, Option<i32>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pstitch"))
+        .current_dir(dir)
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .args(["script", "-i", "perf.data", "--symfs=symfs"])
+        .arg(format!("--kallsyms={}", kallsyms().display()))
+        .args(args.split_whitespace())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pstitch");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        out.read_to_end(&mut v).unwrap();
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        err.read_to_string(&mut s).unwrap();
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("pstitch hung in {}", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (reader.join().unwrap(), err_reader.join().unwrap(), status.code())
+}
+
+fn expected(name: &str) -> Option<Vec<u8>> {
+    let p = root().join("tests/hostile/expected").join(format!("{name}.out.zst"));
+    let f = std::fs::File::open(p).ok()?;
+    let mut v = Vec::new();
+    zstd::stream::read::Decoder::new(f).unwrap().read_to_end(&mut v).unwrap();
+    Some(v)
+}
+
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        if x != y {
+            return format!("line {}:\n  pstitch:  {x}\n  perf-ref: {y}", i + 1);
+        }
+    }
+    format!("{} lines against {}", a.lines().count(), b.lines().count())
+}
+
+fn check_case(name: &str) {
+    let case = cases().into_iter().find(|c| c.name == name).expect("case");
+    let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id())).join(name);
+    write_case(&case, &dir, false);
+    let want = expected(name).unwrap_or_else(|| panic!("no expected output for {name}: run tests/hostile/make-expected.sh"));
+    let (out, err, code) = run_pstitch(&dir, case.args);
+    assert_eq!(code, Some(0), "{name}: {err}");
+    assert!(out == want, "{name}: output differs from perf-ref's: {}", first_difference(&out, &want));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compressed_sections_claiming_gigabytes_read_as_binutils_reads_them() {
+    check_case("compressed-claim-zlib");
+    check_case("compressed-claim-zstd");
+    check_case("compressed-zstd");
+}
+
+#[test]
+fn inline_chains_stop_at_perfs_limit() {
+    check_case("deep-inline");
+}
+
+#[test]
+fn a_fifo_in_the_symfs_is_skipped_without_waiting() {
+    // The DSO's own path outside the symfs holds a regular file (pstitch,
+    // like perf, reads a missing build-id from the symfs copy then).
+    let host = Path::new(FIFO_DSO);
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(host, b"not an ELF file").unwrap();
+    check_case("fifo-dso");
+}
+
+#[test]
+fn tracing_data_with_a_bad_kallsyms_size_keeps_its_events() {
+    check_case("tracing-kallsyms-size");
+}
+
+// --- Memory: the peak of the library's allocations, crafted against original.
+
+/// Runs `measure_child` in a fresh process of this test binary for the
+/// operation `op` and returns the peak of what it allocated (bytes).
+fn peak_of(op: &str) -> usize {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "measure_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("PSTITCH_HOSTILE_MEASURE", op)
+        .output()
+        .expect("run the measuring child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let peak = text.split("PEAK ").nth(1).and_then(|n| n.split_whitespace().next()?.parse().ok());
+    peak.unwrap_or_else(|| panic!("{op}: the measuring child failed ({:?}):\n{text}\n{}", out.status, String::from_utf8_lossy(&out.stderr)))
+}
+
+/// `crafted` peaks within twice `original`.
+fn within_twice(crafted: &str, original: &str) {
+    let (c, o) = (peak_of(crafted), peak_of(original));
+    eprintln!("peak: {crafted}: {c} bytes; {original}: {o} bytes");
+    assert!(c <= 2 * o, "{crafted} peaked at {c} bytes, over twice the {o} of {original}");
+}
+
+/// One measured operation (in the child).
+fn operation(op: &str) {
+    let (what, arg) = op.split_once(':').expect("what:arg");
+    match what {
+        // addr2line's answers for every 16th address of .text of an
+        // object file (written by the parent).
+        "a2l" => {
+            let (lo, hi) = generate::text_range(&std::fs::read(arg).expect("ELF"));
+            let mut s = pstitch::Addr2line::open(Path::new(arg)).expect("ELF");
+            for a in (lo..hi).step_by(16) {
+                std::hint::black_box(s.query(a));
+            }
+        }
+        // Printing a record of each of two tracepoint events whose arrays
+        // claim `arg` bytes (a raw field, `__print_array`, `__print_hex`).
+        "tracepoint" => {
+            let claim: u64 = arg.parse().unwrap();
+            let common = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+            let raw = format!("name: big\nID: 1\nformat:\n{common}\tfield:char big[{claim}];\toffset:8;\tsize:{claim};\tsigned:0;\n\nprint fmt: \"x\", frob(REC->big)\n");
+            let args = "__print_array(REC->vals, CLAIM, 8), __print_hex(REC->vals, CLAIM), ".replace("CLAIM", arg).repeat(150);
+            let arr = format!(
+                "name: arr\nID: 2\nformat:\n{common}\tfield:unsigned long vals[2];\toffset:8;\tsize:16;\tsigned:0;\n\nprint fmt: \"{}\", {}\n",
+                "%s ".repeat(300),
+                args.trim_end_matches(", ")
+            );
+            let td = generate::tracing_data_with(&fixture("tests/golden/tp-kinds/perf.data"), [&raw, &arr]);
+            let records: Vec<(u64, Vec<u8>)> = [1u16, 2]
+                .iter()
+                .map(|&id| {
+                    let mut r = vec![0x5au8; 4096];
+                    r[0..2].copy_from_slice(&id.to_le_bytes());
+                    (u64::from(id), r)
+                })
+                .collect();
+            let data = generate::tracepoint_samples(td, &records);
+            let input = pstitch::perf_data::Input::from_bytes(pstitch::perf_data::FileBytes::Owned(data)).expect("perf.data");
+            let report = pstitch::script::run(input, pstitch::script::Source::named("tracepoint"), Default::default(), std::io::sink());
+            assert_eq!(report.outcome, pstitch::script::Outcome::Printed, "{:?}", report.messages);
+        }
+        "demangle" => {
+            std::hint::black_box(pstitch::demangle(&generate::substitution_bomb(arg.parse().unwrap())));
+        }
+        _ => panic!("no operation {what}"),
+    }
+}
+
+#[test]
+#[ignore]
+fn measure_child() {
+    let Ok(op) = std::env::var("PSTITCH_HOSTILE_MEASURE") else { return };
+    let base = ALLOC.allocated();
+    operation(&op);
+    println!("PEAK {}", ALLOC.max_allocated().saturating_sub(base));
+}
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn compressed_sections_claiming_gigabytes_take_what_their_data_takes() {
+    let rustwork = fixture("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+    let zstd = generate::recompress_with_zstd(&rustwork, ".debug_info");
+    let orig = temp_file("rustwork", &rustwork);
+    let zlib_claim = temp_file("rustwork-zlib-claim", &generate::claim_compressed_size(&rustwork, ".debug_info", 3 << 30));
+    let zstd_orig = temp_file("rustwork-zstd", &zstd);
+    let zstd_claim = temp_file("rustwork-zstd-claim", &generate::claim_compressed_size(&zstd, ".debug_info", 3 << 30));
+    within_twice(&format!("a2l:{}", zlib_claim.display()), &format!("a2l:{}", orig.display()));
+    within_twice(&format!("a2l:{}", zstd_claim.display()), &format!("a2l:{}", zstd_orig.display()));
+}
+
+#[test]
+fn tracepoint_arrays_claiming_gigabytes_take_what_their_record_takes() {
+    // 4 GiB - 16 and 0x7fffffff against the record's own 4 KiB.
+    within_twice("tracepoint:4294967280", "tracepoint:4096");
+    within_twice("tracepoint:2147483647", "tracepoint:4096");
+}
+
+/// libiberty prints the substitution bombs until memory runs out (then
+/// returns NULL); pstitch stops at 64 KiB of text and prints the mangled
+/// name (tests/demangle has `__cxa_demangle`'s answer for 32 levels).
+#[test]
+fn substitution_bombs_fail_at_the_output_limit() {
+    use pstitch::demangle_cxx as cxx;
+    assert_eq!(generate::substitution_bomb(2), "_Z1f1pIiiES_IS0_S0_E");
+    assert_eq!(cxx(&generate::substitution_bomb(2)).as_deref(), Some("f(p<int, int>, p<p<int, int>, p<int, int> >)"));
+    // 12 levels print 34,826 bytes; 13 would print about 70,000, more
+    // than the limit. 32 levels would print 36 GB, 60 levels 4*10^19.
+    assert_eq!(cxx(&generate::substitution_bomb(12)).map(|d| d.len()), Some(34_826));
+    for levels in [13, 32, 60] {
+        assert!(cxx(&generate::substitution_bomb(levels)).is_none(), "{levels}");
+    }
+}
+
+#[test]
+fn demangling_a_substitution_bomb_takes_what_a_long_name_takes() {
+    // 32 nested substitutions (36 GB of text) against 12 (34,826 bytes,
+    // the longest this grammar gets within the output limit).
+    within_twice("demangle:32", "demangle:12");
+}

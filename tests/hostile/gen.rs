@@ -1,0 +1,429 @@
+//! Generators of the crafted inputs of tests/hostile.rs: small code that
+//! writes each hostile file (an object file, a perf.data, a patch to a
+//! fixture), so that no crafted blob is kept in the repository.
+
+use pstitch::perf_data::attr::{flag, sample_type as st};
+use pstitch::perf_data::bytes::Endian;
+use pstitch::perf_data::record::kind;
+use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, set_attr_flags};
+
+const LE: Put = Put(Endian::Little);
+
+fn pad8(v: &mut Vec<u8>) {
+    while !v.len().is_multiple_of(8) {
+        v.push(0);
+    }
+}
+
+/// A section header: type, flags, address, offset, size, link, info,
+/// alignment, entry size.
+type Shdr = (u32, u64, u64, u64, u64, u32, u32, u64, u64);
+
+/// Where the code of [`deep_inline_elf`] is, and the address sampled.
+pub const TEXT: u64 = 0x1000;
+pub const TEXT_SIZE: u64 = 0x1000;
+pub const DEEP_PC: u64 = TEXT + 0x800;
+
+/// A position-independent x86-64 executable with one function,
+/// `deep_main` (all of `.text`), into which `levels` functions `level0` ...
+/// are inlined, each into the one before: `level<i>` covers
+/// `TEXT + 1 + i .. TEXT + TEXT_SIZE - 1 - i`, called from line `100 + i`
+/// of deep.c. Every address is deep.c:1 in the line table. Written by
+/// hand: ELF header, one PT_LOAD, `.text`, DWARF 4 `.debug_abbrev`,
+/// `.debug_info` and `.debug_line`, `.symtab`.
+///
+/// (Not `f<i>`: perf 7.2 takes an inline record whose name has only `0`s
+/// after its first two bytes, like `f10` or `f1000`, for addr2line's
+/// `0x000...` end marker, and stops reading there.)
+pub fn deep_inline_elf(levels: u32) -> Vec<u8> {
+    assert!(u64::from(levels) < TEXT_SIZE / 2 - 2);
+    assert_eq!(TEXT_SIZE, 0x1000, "the line program below advances by 0x1000");
+    // Abbreviations: 1 compile unit, 2 abstract function, 3 deep_main,
+    // 4 inlined call.
+    let mut abbrev = Vec::new();
+    for (code, tag, children, attrs) in [
+        (1u8, 0x11u8, 1u8, &[(0x03u8, 0x08u8), (0x1b, 0x08), (0x13, 0x0b), (0x11, 0x01), (0x12, 0x07), (0x10, 0x17)][..]),
+        (2, 0x2e, 0, &[(0x03, 0x08), (0x20, 0x0b)]),
+        (3, 0x2e, 1, &[(0x3f, 0x19), (0x03, 0x08), (0x11, 0x01), (0x12, 0x07)]),
+        (4, 0x1d, 1, &[(0x31, 0x13), (0x11, 0x01), (0x12, 0x07), (0x58, 0x0b), (0x59, 0x05)]),
+    ] {
+        abbrev.extend_from_slice(&[code, tag, children]);
+        for &(a, f) in attrs {
+            abbrev.extend_from_slice(&[a, f]);
+        }
+        abbrev.extend_from_slice(&[0, 0]);
+    }
+    abbrev.push(0);
+
+    let mut info = Vec::new();
+    info.extend_from_slice(&[0; 4]);
+    info.extend_from_slice(&4u16.to_le_bytes());
+    info.extend_from_slice(&0u32.to_le_bytes());
+    info.push(8);
+    info.push(1);
+    info.extend_from_slice(b"deep.c\0/tmp\0");
+    info.push(0x0c);
+    info.extend_from_slice(&TEXT.to_le_bytes());
+    info.extend_from_slice(&TEXT_SIZE.to_le_bytes());
+    info.extend_from_slice(&0u32.to_le_bytes());
+    let mut origin = Vec::new();
+    for i in 0..levels {
+        origin.push(info.len() as u32);
+        info.push(2);
+        info.extend_from_slice(format!("level{i}\0").as_bytes());
+        info.push(3);
+    }
+    info.push(3);
+    info.extend_from_slice(b"deep_main\0");
+    info.extend_from_slice(&TEXT.to_le_bytes());
+    info.extend_from_slice(&TEXT_SIZE.to_le_bytes());
+    for (i, &o) in origin.iter().enumerate() {
+        let (low, high) = (TEXT + 1 + i as u64, TEXT + TEXT_SIZE - 1 - i as u64);
+        info.push(4);
+        info.extend_from_slice(&o.to_le_bytes());
+        info.extend_from_slice(&low.to_le_bytes());
+        info.extend_from_slice(&(high - low).to_le_bytes());
+        info.push(1);
+        info.extend_from_slice(&((100 + i) as u16).to_le_bytes());
+    }
+    info.extend(std::iter::repeat_n(0u8, levels as usize + 2));
+    let unit_len = (info.len() - 4) as u32;
+    info[..4].copy_from_slice(&unit_len.to_le_bytes());
+
+    // Line program: TEXT.. is deep.c:1.
+    let mut head = vec![1, 1, 1, (-5i8) as u8, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1];
+    head.push(0); // no include directories
+    head.extend_from_slice(b"deep.c\0\0\0\0");
+    head.push(0);
+    let mut prog = vec![0, 9, 2];
+    prog.extend_from_slice(&TEXT.to_le_bytes());
+    prog.push(1); // DW_LNS_copy
+    prog.extend_from_slice(&[2, 0x80, 0x20]); // DW_LNS_advance_pc 0x1000 (ULEB128)
+    prog.extend_from_slice(&[0, 1, 1]);
+    let mut line = Vec::new();
+    let body_len = 2 + 4 + head.len() + prog.len();
+    line.extend_from_slice(&(body_len as u32).to_le_bytes());
+    line.extend_from_slice(&4u16.to_le_bytes());
+    line.extend_from_slice(&(head.len() as u32).to_le_bytes());
+    line.extend(head);
+    line.extend(prog);
+
+    let strtab = b"\0deep_main\0".to_vec();
+    let mut symtab = vec![0u8; 24];
+    symtab.extend_from_slice(&1u32.to_le_bytes());
+    symtab.push(0x12); // STB_GLOBAL, STT_FUNC
+    symtab.push(0);
+    symtab.extend_from_slice(&1u16.to_le_bytes());
+    symtab.extend_from_slice(&TEXT.to_le_bytes());
+    symtab.extend_from_slice(&TEXT_SIZE.to_le_bytes());
+
+    let names = ["", ".text", ".debug_abbrev", ".debug_info", ".debug_line", ".symtab", ".strtab", ".shstrtab"];
+    let mut shstrtab = Vec::new();
+    let mut name_at = Vec::new();
+    for n in names {
+        name_at.push(shstrtab.len() as u32);
+        shstrtab.extend_from_slice(n.as_bytes());
+        shstrtab.push(0);
+    }
+    let mut out = vec![0u8; TEXT as usize];
+    out.extend(std::iter::repeat_n(0x90u8, TEXT_SIZE as usize - 1));
+    out.push(0xc3);
+    let mut shdrs: Vec<Shdr> = vec![(0, 0, 0, 0, 0, 0, 0, 0, 0), (1, 6, TEXT, TEXT, TEXT_SIZE, 0, 0, 16, 0)];
+    for (i, (data, ty)) in [(abbrev, 1u32), (info, 1), (line, 1), (symtab, 2), (strtab, 3), (shstrtab, 3)].into_iter().enumerate() {
+        pad8(&mut out);
+        let (link, inf, entsize) = if i == 3 { (6, 1, 24) } else { (0, 0, 0) };
+        shdrs.push((ty, 0, 0, out.len() as u64, data.len() as u64, link, inf, 1, entsize));
+        out.extend(data);
+    }
+    pad8(&mut out);
+    let shoff = out.len() as u64;
+    for (i, &(ty, flags, addr, off, size, link, inf, align, entsize)) in shdrs.iter().enumerate() {
+        out.extend_from_slice(&name_at[i].to_le_bytes());
+        out.extend_from_slice(&ty.to_le_bytes());
+        for v in [flags, addr, off, size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&link.to_le_bytes());
+        out.extend_from_slice(&inf.to_le_bytes());
+        out.extend_from_slice(&align.to_le_bytes());
+        out.extend_from_slice(&entsize.to_le_bytes());
+    }
+    let mut eh = Vec::new();
+    eh.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
+    eh.extend_from_slice(&3u16.to_le_bytes()); // ET_DYN
+    eh.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    eh.extend_from_slice(&1u32.to_le_bytes());
+    for v in [TEXT, 64, shoff] {
+        eh.extend_from_slice(&v.to_le_bytes());
+    }
+    eh.extend_from_slice(&0u32.to_le_bytes());
+    for v in [64u16, 56, 1, 64, shdrs.len() as u16, shdrs.len() as u16 - 1] {
+        eh.extend_from_slice(&v.to_le_bytes());
+    }
+    // PT_LOAD, R+X, offset 0 at address 0, up to the end of .text.
+    eh.extend_from_slice(&1u32.to_le_bytes());
+    eh.extend_from_slice(&5u32.to_le_bytes());
+    for v in [0, 0, 0, TEXT + TEXT_SIZE, TEXT + TEXT_SIZE, 0x1000] {
+        eh.extend_from_slice(&v.to_le_bytes());
+    }
+    out[..eh.len()].copy_from_slice(&eh);
+    out
+}
+
+/// Where [`samples_in_dsos`] maps its DSOs: the i-th at `MAP_BASE + i * MAP_STEP`.
+pub const MAP_BASE: u64 = 0x5555_5555_0000;
+pub const MAP_STEP: u64 = 0x10_0000;
+const PID: u32 = 4242;
+
+/// A file-mode perf.data of one process (`comm`, pid = tid = 4242) that
+/// maps each of `dsos` (executable, file offset 0, 0x2000 bytes; no
+/// build-ids) and has one cpu-clock sample per `(dso index, offset)` in
+/// `samples`, with a one-frame user callchain at that offset.
+pub fn samples_in_dsos(comm: &str, dsos: &[&str], samples: &[(usize, u64)]) -> Vec<u8> {
+    let mut attr = Vec::new();
+    LE.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
+    LE.u32(&mut attr, 128);
+    LE.u64(&mut attr, 0); // cpu-clock
+    LE.u64(&mut attr, 1000);
+    LE.u64(&mut attr, st::IP | st::TID | st::TIME | st::CALLCHAIN | st::PERIOD);
+    attr.resize(128, 0);
+    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let mut data = Vec::new();
+    let time = std::cell::Cell::new(1_000_000_000u64);
+    let record = |data: &mut Vec<u8>, ty: u32, misc: u16, body: &[u8], with_id: bool| {
+        let mut b = body.to_vec();
+        if with_id {
+            LE.u32(&mut b, PID);
+            LE.u32(&mut b, PID);
+            LE.u64(&mut b, time.get());
+        }
+        LE.header(data, ty, misc, (8 + b.len()) as u16);
+        data.extend(b);
+        time.set(time.get() + 1000);
+    };
+    let mut body = Vec::new();
+    LE.u32(&mut body, PID);
+    LE.u32(&mut body, PID);
+    body.extend_from_slice(comm.as_bytes());
+    body.push(0);
+    pad8(&mut body);
+    record(&mut data, kind::COMM, 0, &body, true);
+    for (i, path) in dsos.iter().enumerate() {
+        let mut body = Vec::new();
+        LE.u32(&mut body, PID);
+        LE.u32(&mut body, PID);
+        LE.u64(&mut body, MAP_BASE + i as u64 * MAP_STEP);
+        LE.u64(&mut body, 0x2000);
+        LE.u64(&mut body, 0);
+        LE.u32(&mut body, 8);
+        LE.u32(&mut body, 1);
+        LE.u64(&mut body, 1000 + i as u64);
+        LE.u64(&mut body, 0);
+        LE.u32(&mut body, 5); // PROT_READ | PROT_EXEC
+        LE.u32(&mut body, 2); // MAP_PRIVATE
+        body.extend_from_slice(path.as_bytes());
+        body.push(0);
+        pad8(&mut body);
+        record(&mut data, kind::MMAP2, 2, &body, true);
+    }
+    for &(dso, off) in samples {
+        let ip = MAP_BASE + dso as u64 * MAP_STEP + off;
+        let mut body = Vec::new();
+        LE.u64(&mut body, ip);
+        LE.u32(&mut body, PID);
+        LE.u32(&mut body, PID);
+        LE.u64(&mut body, time.get());
+        LE.u64(&mut body, 1000);
+        LE.u64(&mut body, 2);
+        LE.u64(&mut body, 0xffff_ffff_ffff_fe00); // PERF_CONTEXT_USER
+        LE.u64(&mut body, ip);
+        record(&mut data, kind::SAMPLE, 2, &body, false);
+    }
+    FileWriter { endian: Endian::Little, attrs: vec![AttrEntry { raw: attr, ids: vec![1] }], data, features: vec![] }.to_bytes()
+}
+
+/// A copy of the ELF file `elf` whose compressed section `name` claims
+/// `claim` bytes once inflated (64-bit compression header).
+pub fn claim_compressed_size(elf: &[u8], name: &str, claim: u64) -> Vec<u8> {
+    let at = section_header(elf, name).1 as usize;
+    let mut out = elf.to_vec();
+    out[at + 8..at + 16].copy_from_slice(&claim.to_le_bytes());
+    out
+}
+
+/// (index, file offset, size) of section `name` of a 64-bit little-endian ELF file.
+fn section_header(elf: &[u8], name: &str) -> (usize, u64, u64) {
+    use object::read::elf::{ElfFile64, SectionHeader};
+    let e = ElfFile64::<object::LittleEndian>::parse(elf).expect("ELF");
+    let (i, s) = e.elf_section_table().section_by_name(object::LittleEndian, name.as_bytes()).expect("section");
+    (i.0, s.sh_offset(object::LittleEndian), s.sh_size(object::LittleEndian))
+}
+
+/// The addresses of `.text` of an ELF file: [start, end).
+pub fn text_range(elf: &[u8]) -> (u64, u64) {
+    use object::{Object, ObjectSection};
+    let e = object::File::parse(elf).expect("ELF");
+    let t = e.section_by_name(".text").expect(".text");
+    (t.address(), t.address() + t.size())
+}
+
+/// The plain bytes of the compressed section `name` of an ELF file.
+fn inflated(elf: &[u8], name: &str) -> Vec<u8> {
+    use object::{Object, ObjectSection};
+    let e = object::File::parse(elf).expect("ELF");
+    e.section_by_name(name).expect("section").uncompressed_data().expect("inflates").into_owned()
+}
+
+/// A perf.data of tracepoint samples: `records` as (event id, raw data),
+/// one event per id, the tracing data `tracing_data` (whose formats name
+/// the ids).
+pub fn tracepoint_samples(tracing_data: Vec<u8>, records: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut attrs = Vec::new();
+    let mut data = Vec::new();
+    for (n, (config, raw)) in records.iter().enumerate() {
+        let mut attr = Vec::new();
+        LE.u32(&mut attr, 2); // PERF_TYPE_TRACEPOINT
+        LE.u32(&mut attr, 128);
+        LE.u64(&mut attr, *config);
+        LE.u64(&mut attr, 1);
+        LE.u64(&mut attr, st::IP | st::TID | st::TIME | st::ID | st::PERIOD | st::RAW);
+        attr.resize(128, 0);
+        set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+        let id = 100 + n as u64;
+        attrs.push(AttrEntry { raw: attr, ids: vec![id] });
+        let mut body = Vec::new();
+        LE.u64(&mut body, 0xffff_ffff_8100_0000);
+        LE.u32(&mut body, PID);
+        LE.u32(&mut body, PID);
+        LE.u64(&mut body, 1_000_000_000 + n as u64);
+        LE.u64(&mut body, id);
+        LE.u64(&mut body, 1);
+        LE.u32(&mut body, raw.len() as u32 + 4);
+        body.extend_from_slice(raw);
+        body.extend_from_slice(&[0; 4]);
+        pad8(&mut body);
+        LE.header(&mut data, kind::SAMPLE, 1, (8 + body.len()) as u16);
+        data.extend(body);
+    }
+    // HEADER_TRACING_DATA is feature bit 1.
+    FileWriter { endian: Endian::Little, attrs, data, features: vec![(1, tracing_data)] }.to_bytes()
+}
+
+/// A copy of `elf` whose section `name` (zlib-compressed) is compressed
+/// with zstd instead: the new data is appended to the file and the section
+/// header pointed at it.
+pub fn recompress_with_zstd(elf: &[u8], name: &str) -> Vec<u8> {
+    let (i, _, _) = section_header(elf, name);
+    let plain = inflated(elf, name);
+    let mut out = elf.to_vec();
+    pad8(&mut out);
+    let at = out.len() as u64;
+    out.extend_from_slice(&2u32.to_le_bytes()); // ELFCOMPRESS_ZSTD
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&(plain.len() as u64).to_le_bytes());
+    out.extend_from_slice(&1u64.to_le_bytes());
+    out.extend(zstd::bulk::compress(&plain, 3).expect("zstd"));
+    let size = out.len() as u64 - at;
+    let shoff = u64::from_le_bytes(elf[0x28..0x30].try_into().unwrap()) as usize;
+    let sh = shoff + i * 64;
+    out[sh + 24..sh + 32].copy_from_slice(&at.to_le_bytes());
+    out[sh + 32..sh + 40].copy_from_slice(&size.to_le_bytes());
+    out
+}
+
+/// Where the parts of the tracing data (the TRACING_DATA feature) of the
+/// file-mode perf.data `data` are: the section, each event format file
+/// (offset of its u64 size, in the section) and the kallsyms size.
+struct TracingParts {
+    section: std::ops::Range<usize>,
+    events: Vec<usize>,
+    kallsyms: usize,
+}
+
+fn tracing_parts(data: &[u8]) -> TracingParts {
+    // The feature table follows the data section; TRACING_DATA (bit 1, the
+    // lowest perf sets) has its first entry.
+    let u64_le = |p: usize| u64::from_le_bytes(data[p..p + 8].try_into().unwrap()) as usize;
+    assert_eq!(data[72] & 3, 2, "TRACING_DATA is the first feature");
+    let table = u64_le(40) + u64_le(48);
+    let (base, len) = (u64_le(table), u64_le(table + 8));
+    let td = &data[base..base + len];
+    let mut pos = 3 + 7;
+    pos += td[pos..].iter().position(|&c| c == 0).unwrap() + 1;
+    pos += 1 + 1 + 4;
+    let u32_at = |p: usize| u32::from_le_bytes(td[p..p + 4].try_into().unwrap()) as usize;
+    let u64_at = |p: usize| u64::from_le_bytes(td[p..p + 8].try_into().unwrap()) as usize;
+    for tag in [&b"header_page\0"[..], b"header_event\0"] {
+        assert_eq!(&td[pos..pos + tag.len()], tag);
+        pos += tag.len();
+        pos += 8 + u64_at(pos);
+    }
+    let mut events = Vec::new();
+    let count = u32_at(pos);
+    pos += 4;
+    for _ in 0..count {
+        pos += 8 + u64_at(pos);
+    }
+    let systems = u32_at(pos);
+    pos += 4;
+    for _ in 0..systems {
+        pos += td[pos..].iter().position(|&c| c == 0).unwrap() + 1;
+        let count = u32_at(pos);
+        pos += 4;
+        for _ in 0..count {
+            events.push(pos);
+            pos += 8 + u64_at(pos);
+        }
+    }
+    TracingParts { section: base..base + len, events, kallsyms: pos }
+}
+
+/// A copy of the file-mode perf.data `data` whose tracing data says its
+/// kallsyms text is `size` bytes long.
+pub fn tracing_kallsyms_size(data: &[u8], size: u32) -> Vec<u8> {
+    let parts = tracing_parts(data);
+    let at = parts.section.start + parts.kallsyms;
+    let mut out = data.to_vec();
+    out[at..at + 4].copy_from_slice(&size.to_le_bytes());
+    out
+}
+
+/// The tracing data of the file-mode perf.data `data`, with its first
+/// two event formats replaced by `formats` (format file texts).
+pub fn tracing_data_with(data: &[u8], formats: [&str; 2]) -> Vec<u8> {
+    let parts = tracing_parts(data);
+    let td = &data[parts.section.clone()];
+    let size = |p: usize| u64::from_le_bytes(td[p..p + 8].try_into().unwrap()) as usize;
+    let mut out = Vec::new();
+    let mut from = 0;
+    for (&at, text) in parts.events.iter().zip(formats) {
+        out.extend_from_slice(&td[from..at]);
+        out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+        from = at + 8 + size(at);
+    }
+    out.extend_from_slice(&td[from..]);
+    out
+}
+
+/// `f(p<int, int>, T)` where T is `p<U, U>` for U the previous level,
+/// `levels` deep: each level adds 8 bytes to the mangled name (a
+/// substitution used twice) and doubles the demangled text.
+pub fn substitution_bomb(levels: u32) -> String {
+    fn seq(i: u32) -> String {
+        const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let (mut i, mut s) = (i, Vec::new());
+        loop {
+            s.insert(0, DIGITS[(i % 36) as usize]);
+            i /= 36;
+            if i == 0 {
+                return format!("S{}_", String::from_utf8(s).unwrap());
+            }
+        }
+    }
+    let mut t = "S0_".to_string();
+    for k in 2..=levels {
+        t = format!("S_I{t}{}E", seq(k - 2));
+    }
+    format!("_Z1f1pIiiE{t}")
+}
