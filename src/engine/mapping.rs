@@ -16,7 +16,7 @@ use std::fs::File;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::pager::Pager;
+use super::pager::{Pager, Pages};
 
 /// A read-only mapping of a whole file.
 pub struct Mapping {
@@ -32,10 +32,6 @@ impl Mapping {
         // the lost pages fault).
         let map = unsafe { memmap2::Mmap::map(file) }?;
         Ok(Mapping { map })
-    }
-
-    pub fn len(&self) -> usize {
-        self.map.len()
     }
 
     /// Gives back the pages of `range` (page-aligned start; the end is
@@ -59,9 +55,14 @@ impl Mapping {
         self.dont_need(0..self.map.len());
     }
 
-    /// Faults in the pages of `range` (`MADV_POPULATE_READ`); false if the
-    /// kernel refused (errno tells why).
-    pub(super) fn populate(&self, range: std::ops::Range<usize>) -> bool {
+}
+
+impl Pages for Mapping {
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn populate(&self, range: std::ops::Range<usize>) -> bool {
         if range.start >= range.end || range.end > self.map.len() {
             return true;
         }
@@ -70,9 +71,7 @@ impl Mapping {
         unsafe { libc::madvise(self.map.as_ptr().add(range.start) as *mut libc::c_void, range.end - range.start, libc::MADV_POPULATE_READ) == 0 }
     }
 
-    /// Reads one byte at `at` so its page is mapped in (where the kernel
-    /// does not know MADV_POPULATE_READ).
-    pub(super) fn touch(&self, at: usize) {
+    fn touch(&self, at: usize) {
         if let Some(b) = self.map.get(at) {
             std::hint::black_box(*b);
         }

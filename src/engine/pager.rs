@@ -21,7 +21,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
-use super::mapping::Mapping;
+/// What the pager maps in: a file mapping's pages.
+pub(super) trait Pages: Send + Sync + 'static {
+    fn len(&self) -> usize;
+    /// Faults in the pages of `range` (`MADV_POPULATE_READ`); false if the
+    /// kernel refused (errno tells why).
+    fn populate(&self, range: std::ops::Range<usize>) -> bool;
+    /// Reads one byte at `at` so its page is mapped in.
+    fn touch(&self, at: usize);
+}
 
 /// How far ahead of the reading position pages are kept mapped.
 const WINDOW: usize = 4 << 20;
@@ -46,13 +54,13 @@ pub(super) struct Pager {
 impl Pager {
     /// Starts mapping `map` from offset `from` on, ahead of the reading.
     /// The thread holds the mapping too, so it cannot go while paged.
-    pub(super) fn start(map: Arc<Mapping>, from: usize) -> Option<Pager> {
+    pub(super) fn start(map: Arc<impl Pages>, from: usize) -> Option<Pager> {
         let asked = from.saturating_add(WINDOW);
         let shared = Arc::new(Shared { want: AtomicUsize::new(asked), stop: AtomicBool::new(false) });
         let pager = shared.clone();
         let thread = std::thread::Builder::new()
             .name("pstitch-pager".into())
-            .spawn(move || page_in(&pager, &map, from & !(PAGE - 1)))
+            .spawn(move || page_in(&pager, &*map, from & !(PAGE - 1)))
             .ok()?;
         Some(Pager { shared, thread: Some(thread), asked: AtomicUsize::new(asked) })
     }
@@ -82,7 +90,7 @@ impl Drop for Pager {
     }
 }
 
-fn page_in(shared: &Shared, map: &Mapping, mut done: usize) {
+fn page_in(shared: &Shared, map: &impl Pages, mut done: usize) {
     let mut populate = true;
     let len = map.len();
     while !shared.stop.load(Ordering::Acquire) {
@@ -115,6 +123,7 @@ fn page_in(shared: &Shared, map: &Mapping, mut done: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::mapping::Mapping;
 
     /// How much of the mapping at `data` is mapped in (its `Rss` in
     /// /proc/self/smaps), in bytes.

@@ -20,6 +20,7 @@ pub mod load;
 pub mod loader;
 pub mod rbtree;
 mod rust_v0;
+mod shape;
 pub mod symtab;
 
 use std::collections::HashMap;

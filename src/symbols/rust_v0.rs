@@ -19,7 +19,7 @@
 //! other than integers and booleans, pattern types, or depths near
 //! `rustc_demangle`'s limit is left to `rustc_demangle` (`None`).
 
-use super::demangle::Shape;
+use super::shape::Shape;
 
 /// The depth past which this walk gives up: well before
 /// `rustc_demangle`'s recursion limit (500), depths counted alike.

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::format::{Field, ff};
-use super::print_fmt::{Arg, FlagSym, ParseKind, PrintParse, eval_type_str};
+use super::event::{Arg, Field, FlagSym, ParseKind, PrintParse, ff};
+use super::print_fmt::eval_type_str;
 use super::printf::{self, CArg};
 use super::lexer::strtoull;
 

@@ -10,7 +10,7 @@
 //!   text again.
 
 use super::eval::Eval;
-use super::format::{Field, ff};
+use super::event::{Field, ff};
 use super::lexer::{c_isprint, c_isspace};
 
 /// `is_printable_array`.

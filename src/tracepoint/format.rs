@@ -21,57 +21,9 @@
 
 use std::cell::Cell;
 
+use super::event::{Event, Field, PrintFmt, ef, ff};
 use super::lexer::{Lexer, Tok, strtoull};
-use super::print_fmt::{self, PrintFmt};
-
-/// Field flags (`TEP_FIELD_IS_*`).
-pub mod ff {
-    pub const ARRAY: u32 = 1;
-    pub const POINTER: u32 = 2;
-    pub const SIGNED: u32 = 4;
-    pub const STRING: u32 = 8;
-    pub const DYNAMIC: u32 = 16;
-    pub const LONG: u32 = 32;
-    pub const RELATIVE: u32 = 256;
-}
-
-/// Event flags (`TEP_EVENT_FL_*`).
-pub mod ef {
-    pub const ISFTRACE: u32 = 1;
-    pub const ISBPRINT: u32 = 4;
-    pub const FAILED: u32 = 0x8000_0000;
-}
-
-/// One field of an event record.
-#[derive(Debug, Clone)]
-pub struct Field {
-    pub name: String,
-    pub offset: u32,
-    pub size: u32,
-    pub elementsize: u32,
-    /// libtraceevent clears `STRING` the first time an unprintable string
-    /// field is printed raw; that sticks for later records.
-    pub flags: Cell<u32>,
-}
-
-impl Field {
-    pub fn has(&self, flag: u32) -> bool {
-        self.flags.get() & flag != 0
-    }
-}
-
-/// An event format.
-#[derive(Debug)]
-pub struct Event {
-    pub id: i32,
-    pub name: String,
-    pub system: String,
-    /// Common fields first, then the event's own.
-    pub fields: Vec<Field>,
-    pub nr_common: usize,
-    pub flags: Cell<u32>,
-    pub print: PrintFmt,
-}
+use super::print_fmt;
 
 /// Why a format file was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,30 +34,6 @@ pub enum FormatError {
 }
 
 impl Event {
-    #[cfg(test)]
-    pub fn failed(&self) -> bool {
-        self.flags.get() & ef::FAILED != 0
-    }
-
-    pub fn set_failed(&self) {
-        self.flags.set(self.flags.get() | ef::FAILED);
-    }
-
-    /// `tep_find_common_field`.
-    pub fn find_common_field(&self, name: &str) -> Option<usize> {
-        self.fields[..self.nr_common].iter().position(|f| f.name == name)
-    }
-
-    /// `tep_find_field`: only the event's own fields.
-    pub fn find_field(&self, name: &str) -> Option<usize> {
-        self.fields[self.nr_common..].iter().position(|f| f.name == name).map(|i| i + self.nr_common)
-    }
-
-    /// `tep_find_any_field`: common fields first.
-    pub fn find_any_field(&self, name: &str) -> Option<usize> {
-        self.find_common_field(name).or_else(|| self.find_field(name))
-    }
-
     /// `parse_format`: a format file of system `sys`. `long_size` is the
     /// traced kernel's `sizeof(long)`.
     pub fn parse(buf: &[u8], sys: &str, long_size: u32) -> Result<Event, FormatError> {

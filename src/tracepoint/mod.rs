@@ -17,6 +17,7 @@
 //! (perf's `event_format__fprintf`).
 
 pub mod eval;
+pub mod event;
 pub mod fields;
 pub mod format;
 pub mod lexer;
@@ -28,11 +29,11 @@ pub use eval::Resolver;
 pub use tracing_data::{TracingData, TracingDataError};
 
 use eval::Eval;
-use format::ef;
+use event::ef;
 
 impl TracingData {
     /// The event format for a tracepoint attr's `config` (the event id).
-    pub fn event_for_config(&self, config: u64) -> Option<&format::Event> {
+    pub fn event_for_config(&self, config: u64) -> Option<&event::Event> {
         self.find_event(config as i32).map(|i| &self.events[i])
     }
 

@@ -18,66 +18,8 @@
 //! - `__print_flags`/`__print_symbolic` values are evaluated at parse time
 //!   with a smaller evaluator that knows no `*`, `/`, `%`, `^` or unary `!`.
 
-use super::format::Event;
+use super::event::{Arg, Event, FlagSym, ParseKind, PrintFmt, PrintParse};
 use super::lexer::{Lexer, Tok, Token, strtoll, strtoull};
-
-/// One `{ value, "string" }` of `__print_flags`/`__print_symbolic`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlagSym {
-    pub value: String,
-    pub str_: String,
-}
-
-/// A print argument (`struct tep_print_arg`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Arg {
-    #[default]
-    Null,
-    Atom(String),
-    /// `REC->name`; the field index is looked up when parsed.
-    Field { name: String, field: Option<usize> },
-    Flags { field: Box<Arg>, delim: Option<String>, flags: Vec<FlagSym> },
-    Symbol { field: Box<Arg>, symbols: Vec<FlagSym> },
-    /// `__print_hex` (`spaced`) and `__print_hex_str`.
-    Hex { field: Box<Arg>, size: Box<Arg>, spaced: bool },
-    IntArray { field: Box<Arg>, count: Box<Arg>, el_size: Box<Arg> },
-    Type { ty: String, item: Box<Arg> },
-    /// `__get_str(name)`.
-    Str(String),
-    Bitmask { name: String, cpumask: bool },
-    DynArray { field: usize },
-    DynArrayLen { field: usize },
-    Op { op: String, left: Option<Box<Arg>>, right: Option<Box<Arg>>, prio: i32 },
-}
-
-/// What a piece of the format string is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParseKind {
-    /// Literal text (already unescaped).
-    Text,
-    Digit,
-    Pointer,
-    String,
-}
-
-/// One piece of the format (`struct tep_print_parse`).
-#[derive(Debug, Clone)]
-pub struct PrintParse {
-    pub kind: ParseKind,
-    /// The text, or the conversion (`%08lx`).
-    pub format: Vec<u8>,
-    pub arg: Option<Arg>,
-    /// The argument a `*` in the conversion takes.
-    pub len_arg: Option<Arg>,
-    /// Length modifier count: -2 `hh`, -1 `h`, 0, 1 `l`, 2 `ll`.
-    pub ls: i32,
-}
-
-/// A parsed `print fmt`.
-#[derive(Debug, Clone, Default)]
-pub struct PrintFmt {
-    pub parse: Vec<PrintParse>,
-}
 
 const ERR: Token = (Tok::Error, String::new());
 
@@ -598,7 +540,7 @@ impl Parser<'_, '_> {
             }
             let Some(n) = self.lx.expect_type(Tok::Item) else { return err() };
             match self.ev.find_any_field(&n).map(|i| &self.ev.fields[i]) {
-                Some(f) if !f.has(super::format::ff::ARRAY) => f.size.to_string(),
+                Some(f) if !f.has(super::event::ff::ARRAY) => f.size.to_string(),
                 _ => return err(),
             }
         } else {
@@ -1042,7 +984,6 @@ fn parse_arg_format(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracepoint::format::Event;
 
     fn event(print: &str) -> Event {
         let text = format!(

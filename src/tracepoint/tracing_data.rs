@@ -21,7 +21,8 @@
 use std::collections::HashMap;
 
 use super::eval::Tep;
-use super::format::{Event, FormatError};
+use super::event::Event;
+use super::format::FormatError;
 use super::lexer::{Lexer, Tok, atoi, strtoull};
 
 /// Parsed tracing data: the events (sorted by id) and the shared state.
