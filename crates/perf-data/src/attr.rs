@@ -95,7 +95,10 @@ pub mod flag {
 /// The first version of the struct; anything shorter is malformed.
 pub const ATTR_SIZE_VER0: usize = 64;
 
-/// The fields of `perf_event_attr` pstitch uses, decoded to native order.
+/// `sizeof(struct perf_event_attr)` in perf 7.2 (PERF_ATTR_SIZE_VER8).
+pub const ATTR_SIZE_MAX: usize = 136;
+
+/// `perf_event_attr`, decoded to native order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attr {
     pub type_: u32,
@@ -105,14 +108,24 @@ pub struct Attr {
     pub sample_period: u64,
     pub sample_type: u64,
     pub read_format: u64,
+    /// The bitfield word (`disabled`, `inherit`, ... `defer_output`).
     pub flags: u64,
+    pub wakeup_events: u32,
     pub bp_type: u32,
     pub config1: u64,
     pub config2: u64,
     pub branch_sample_type: u64,
     pub sample_regs_user: u64,
     pub sample_stack_user: u32,
+    pub clockid: i32,
     pub sample_regs_intr: u64,
+    pub aux_watermark: u32,
+    pub sample_max_stack: u16,
+    pub reserved_2: u16,
+    pub aux_sample_size: u32,
+    /// The `aux_action` bitfield word.
+    pub aux_action: u32,
+    pub sig_data: u64,
 }
 
 impl Attr {
@@ -120,10 +133,6 @@ impl Attr {
     /// data is read up to `attr.size`). Returns `None` if it is too short or
     /// if `attr.size` is below [`ATTR_SIZE_VER0`] without being 0 (perf
     /// cannot read such an attr either).
-    ///
-    /// For a cross-endian file perf swaps each field and, for the flags
-    /// bitfield, reverses the bits of every byte: C compilers on big-endian
-    /// machines allocate bitfields from the most significant bit of each byte.
     pub fn parse(data: &[u8], endian: Endian) -> Option<Attr> {
         if data.len() < ATTR_SIZE_VER0 {
             return None;
@@ -133,35 +142,77 @@ impl Attr {
             return None;
         }
         let limit = if size == 0 { ATTR_SIZE_VER0 } else { (size as usize).min(data.len()) };
-        let data = data.get(..limit)?;
-        let u64_at = |off: usize| endian.read_u64(data, off).unwrap_or(0);
-        let u32_at = |off: usize| endian.read_u32(data, off).unwrap_or(0);
-        let flags = {
-            let mut raw = [0u8; 8];
-            raw.copy_from_slice(data.get(40..48)?);
-            if endian == Endian::Big {
-                for b in &mut raw {
-                    *b = b.reverse_bits();
-                }
+        Some(Attr::decode(data.get(..limit)?, endian))
+    }
+
+    /// Decodes the first `min(raw.len(), sizeof(attr))` bytes of `raw`,
+    /// the rest zero, as after perf's `memcpy` of an attr of unknown size.
+    ///
+    /// For a cross-endian file perf swaps each field and, for the
+    /// bitfields, reverses the bits of every byte: C compilers on
+    /// big-endian machines allocate bitfields from the most significant
+    /// bit of each byte.
+    pub fn decode(raw: &[u8], endian: Endian) -> Attr {
+        let mut b = [0u8; ATTR_SIZE_MAX];
+        let n = raw.len().min(ATTR_SIZE_MAX);
+        b[..n].copy_from_slice(&raw[..n]);
+        let u16_at = |o: usize| endian.read_u16(&b, o).unwrap_or(0);
+        let u32_at = |o: usize| endian.read_u32(&b, o).unwrap_or(0);
+        let u64_at = |o: usize| endian.read_u64(&b, o).unwrap_or(0);
+        let bits = |o: usize, len: usize| {
+            let mut v = 0u64;
+            for (i, &byte) in b[o..o + len].iter().enumerate() {
+                let byte = if endian == Endian::Big { byte.reverse_bits() } else { byte };
+                v |= (byte as u64) << (8 * i);
             }
-            u64::from_le_bytes(raw)
+            v
         };
-        Some(Attr {
+        Attr {
             type_: u32_at(0),
-            size,
+            size: u32_at(4),
             config: u64_at(8),
             sample_period: u64_at(16),
             sample_type: u64_at(24),
             read_format: u64_at(32),
-            flags,
+            flags: bits(40, 8),
+            wakeup_events: u32_at(48),
             bp_type: u32_at(52),
             config1: u64_at(56),
             config2: u64_at(64),
             branch_sample_type: u64_at(72),
             sample_regs_user: u64_at(80),
             sample_stack_user: u32_at(88),
+            clockid: u32_at(92) as i32,
             sample_regs_intr: u64_at(96),
-        })
+            aux_watermark: u32_at(104),
+            sample_max_stack: u16_at(108),
+            reserved_2: u16_at(110),
+            aux_sample_size: u32_at(112),
+            aux_action: bits(116, 4) as u32,
+            sig_data: u64_at(120),
+        }
+    }
+
+    /// perf's `perf_attr_check`: bits perf 7.2 does not know make the
+    /// event list unreadable (the message is perf's).
+    pub fn check(&self) -> Result<(), String> {
+        const SAMPLE_MAX: u64 = 1 << 25;
+        const FORMAT_MAX: u64 = 1 << 5;
+        const BRANCH_MAX: u64 = 1 << 20;
+        const BRANCH_STACK: u64 = 1 << 11;
+        if self.flags >> 40 != 0 || self.reserved_2 != 0 || self.aux_action >> 3 != 0 {
+            return Err("Reserved bits are set unexpectedly. Please update perf tool.".into());
+        }
+        if self.sample_type & !(SAMPLE_MAX - 1) != 0 {
+            return Err(format!("Unknown sample type ({:#x}) is detected. Please update perf tool.", self.sample_type));
+        }
+        if self.read_format & !(FORMAT_MAX - 1) != 0 {
+            return Err(format!("Unknown read format ({:#x}) is detected. Please update perf tool.", self.read_format));
+        }
+        if self.sample_type & BRANCH_STACK != 0 && self.branch_sample_type & !(BRANCH_MAX - 1) != 0 {
+            return Err(format!("Unknown branch sample type ({:#x}) is detected. Please update perf tool.", self.branch_sample_type));
+        }
+        Ok(())
     }
 
     /// Bytes the attr occupies on disk (`size`, or the v0 size when 0).

@@ -41,6 +41,7 @@
 pub mod attr;
 pub mod bytes;
 pub mod compressed;
+pub mod env;
 pub mod error;
 pub mod evlist;
 pub mod features;
