@@ -124,25 +124,29 @@ impl Sym {
 pub struct SymTab {
     syms: Vec<Sym>,
     live: Vec<bool>,
+    /// The live symbols in address order, and the search through them.
+    index: Index,
+    /// perf's tree, for tables whose symbols overlap.
+    tree: Tree,
+    /// Whether and where live symbols overlap.
+    overlap: Overlap,
+    /// Same-address alias choices put off until a lookup needs them.
+    put_off: PutOff,
+    /// Reading and showing names.
+    names: Names,
+    /// Tests: choose between aliases at once, as perf does.
+    #[cfg(test)]
+    eager_aliases: bool,
+}
+
+/// The live symbols in address order. Valid once [`SymTab::sync`] merged
+/// `unsorted` in; `starts` and `strides` are rebuilt with `order`.
+#[derive(Debug, Default, Clone)]
+struct Index {
     /// Live ids in address order, once `unsorted` is merged in.
     order: Vec<NodeId>,
     /// Ids inserted since `order` was last brought up to date.
     unsorted: Vec<NodeId>,
-    /// Insertions (`id`) and erasures (`id | ERASED`) in the order done.
-    log: Vec<u32>,
-    /// perf's tree, with the log replayed up to `replayed`.
-    exact: Option<RbTree<()>>,
-    replayed: usize,
-    /// Walks over `exact` so far: by the lowest address of each, the
-    /// highest and what they found (see [`walk`]); valid while the tree
-    /// and the symbols' ends stay as they are.
-    walked: std::collections::BTreeMap<u64, (u64, Option<NodeId>)>,
-    /// Whether live symbols overlap (`None`: not known since the last
-    /// change).
-    overlaps: Option<bool>,
-    /// Where symbols overlap, which of `order`'s symbols are tangled with
-    /// another (see [`SymTab::find_id`]; valid while `overlaps` is known).
-    tangled: Vec<bool>,
     /// The starts of `order`'s symbols, kept beside it: the passes over
     /// the table in address order read them in sequence rather than
     /// reaching into `syms` (a large library's symbols are megabytes, in
@@ -151,10 +155,40 @@ pub struct SymTab {
     /// Every [`STRIDE`]th of `starts`: the search goes through these
     /// first (a few kilobytes, which stay in cache), then within one stride.
     strides: Vec<u64>,
-    /// The string tables of [`RawName::Strtab`] names.
-    strtabs: Vec<SectionBytes>,
-    /// Same-address aliases whose choice waits for a lookup, by the member
-    /// standing for them in `order` (see [`SymTab::fixup_duplicate`]).
+}
+
+/// perf's red-black tree, replayed from the log of insertions and
+/// erasures only when the shape decides a lookup (overlapping symbols).
+/// `walked` is valid while the tree and the symbols' ends stay as they are.
+#[derive(Debug, Default, Clone)]
+struct Tree {
+    /// Insertions (`id`) and erasures (`id | ERASED`) in the order done.
+    log: Vec<u32>,
+    /// perf's tree, with the log replayed up to `replayed`.
+    exact: Option<RbTree<()>>,
+    replayed: usize,
+    /// Walks over `exact` so far: by the lowest address of each, the
+    /// highest and what they found (see [`walk`]).
+    walked: std::collections::BTreeMap<u64, (u64, Option<NodeId>)>,
+}
+
+/// Whether live symbols overlap; `tangled` is valid while `overlaps` is
+/// known (both are forgotten at every change).
+#[derive(Debug, Default, Clone)]
+struct Overlap {
+    /// `None`: not known since the last change.
+    overlaps: Option<bool>,
+    /// Where symbols overlap, which of `order`'s symbols are tangled with
+    /// another (see [`SymTab::find_id`]).
+    tangled: Vec<bool>,
+}
+
+/// Same-address aliases whose choice waits for a lookup (see
+/// [`SymTab::fixup_duplicate`]), and where the erasures their choices
+/// make go in the tree's log once made.
+#[derive(Debug, Default, Clone)]
+struct PutOff {
+    /// By the member standing for them in `order`.
     pending: FastMap<NodeId, Aliases>,
     /// Erasures of alias choices made late: where they go in `log`, in
     /// the order they would have been made (see [`SymTab::materialize`]).
@@ -164,10 +198,14 @@ pub struct SymTab {
     /// The members of every group in `pending` (see [`Aliases`]).
     alias_members: Vec<NodeId>,
     /// Alias groups put off so far (their order among equal log positions).
-    put_off: u64,
-    /// Tests: choose between aliases at once, as perf does.
-    #[cfg(test)]
-    eager_aliases: bool,
+    seq: u64,
+}
+
+/// Names: the string tables they are read from, and what was shown.
+#[derive(Debug, Default, Clone)]
+struct Names {
+    /// The string tables of [`RawName::Strtab`] names.
+    strtabs: Vec<SectionBytes>,
     /// Names shown so far, other than plain owned ones.
     shown: FastMap<NodeId, Arc<str>>,
     /// [`SymTab::shape`]s so far: the alias choice compares a symbol
@@ -225,7 +263,7 @@ impl SymTab {
     }
 
     pub fn len(&self) -> usize {
-        self.order.len() + self.unsorted.len()
+        self.index.order.len() + self.index.unsorted.len()
     }
 
     /// Keeps `strtab` for [`Sym::in_strtab`] names and says which table it
@@ -234,18 +272,18 @@ impl SymTab {
     /// Lets the kernel drop the pages of the mapped string tables (read
     /// again from the page cache when a name is next needed).
     pub fn release_pages(&self) {
-        for t in &self.strtabs {
+        for t in &self.names.strtabs {
             t.release_pages();
         }
     }
 
     pub fn use_strtab(&mut self, strtab: SectionBytes) -> Option<u8> {
         u32::try_from(strtab.len()).ok()?;
-        if let Some(i) = self.strtabs.iter().position(|t| t.as_ptr() == strtab.as_ptr() && t.len() == strtab.len()) {
+        if let Some(i) = self.names.strtabs.iter().position(|t| t.as_ptr() == strtab.as_ptr() && t.len() == strtab.len()) {
             return u8::try_from(i).ok();
         }
-        let i = u8::try_from(self.strtabs.len()).ok()?;
-        self.strtabs.push(strtab);
+        let i = u8::try_from(self.names.strtabs.len()).ok()?;
+        self.names.strtabs.push(strtab);
         Some(i)
     }
 
@@ -258,7 +296,7 @@ impl SymTab {
     fn raw<'a>(&'a self, s: &'a Sym) -> &'a [u8] {
         match &s.raw {
             RawName::Owned(n) => n.as_bytes(),
-            RawName::Strtab { table, off } => self.strtabs.get(*table as usize).map_or(&[][..], |t| cstr_at(t, *off as usize)),
+            RawName::Strtab { table, off } => self.names.strtabs.get(*table as usize).map_or(&[][..], |t| cstr_at(t, *off as usize)),
         }
     }
 
@@ -268,7 +306,7 @@ impl SymTab {
         if let Some(n) = s.plain_name() {
             return n.clone();
         }
-        if let Some(n) = self.shown.get(&id) {
+        if let Some(n) = self.names.shown.get(&id) {
             return n.clone();
         }
         let raw = text(self.raw(s));
@@ -277,17 +315,17 @@ impl SymTab {
             NameForm::Demangled => demangle(&raw).map_or_else(|| raw.into(), Into::into),
             NameForm::DemangledPlt => format!("{}@plt", demangle(&raw).as_deref().unwrap_or(&raw)).into(),
         };
-        self.shown.insert(id, shown.clone());
+        self.names.shown.insert(id, shown.clone());
         shown
     }
 
     /// [`Shape`] of [`SymTab::name`], without keeping the name.
     fn shape(&mut self, id: NodeId) -> Shape {
-        if let Some(shape) = self.shapes.get(&id) {
+        if let Some(shape) = self.names.shapes.get(&id) {
             return *shape;
         }
         let s = &self.syms[id as usize];
-        let shape = if let Some(n) = s.plain_name().or_else(|| self.shown.get(&id)) {
+        let shape = if let Some(n) = s.plain_name().or_else(|| self.names.shown.get(&id)) {
             Shape::of(n)
         } else {
             let raw = text(self.raw(s));
@@ -297,7 +335,7 @@ impl SymTab {
                 NameForm::DemangledPlt => Shape::of(&format!("{}@plt", demangle(&raw).as_deref().unwrap_or(&raw))),
             }
         };
-        self.shapes.insert(id, shape);
+        self.names.shapes.insert(id, shape);
         shape
     }
 
@@ -306,7 +344,7 @@ impl SymTab {
     pub fn listing(&mut self) -> Vec<(u64, u64, Arc<str>)> {
         self.sync();
         self.choose_all();
-        let order = self.order.clone();
+        let order = self.index.order.clone();
         order.into_iter().map(|id| (self.syms[id as usize].start, self.syms[id as usize].end, self.name(id))).collect()
     }
 
@@ -316,9 +354,9 @@ impl SymTab {
         let id = self.syms.len() as NodeId;
         self.syms.push(sym);
         self.live.push(true);
-        self.log.push(id);
-        self.unsorted.push(id);
-        self.overlaps = None;
+        self.tree.log.push(id);
+        self.index.unsorted.push(id);
+        self.overlap.overlaps = None;
         id
     }
 
@@ -335,20 +373,20 @@ impl SymTab {
         let end = self.syms.len() as NodeId;
         if end > first {
             self.live.resize(end as usize, true);
-            self.log.extend(first..end);
-            self.unsorted.extend(first..end);
-            self.overlaps = None;
+            self.tree.log.extend(first..end);
+            self.index.unsorted.extend(first..end);
+            self.overlap.overlaps = None;
         }
         self.sync();
     }
 
     /// Merges the recent insertions into `order`.
     fn sync(&mut self) {
-        if self.unsorted.is_empty() {
+        if self.index.unsorted.is_empty() {
             return;
         }
         let syms = &self.syms;
-        let mut new = std::mem::take(&mut self.unsorted);
+        let mut new = std::mem::take(&mut self.index.unsorted);
         // Sorted as (start, id) pairs side by side: far fewer cache misses
         // than reaching into the symbols for every comparison.
         let mut pairs: Vec<(u64, NodeId)> = new.iter().map(|&id| (syms[id as usize].start, id)).collect();
@@ -360,21 +398,21 @@ impl SymTab {
         if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
             radix_sort_by_start(&mut pairs);
         }
-        let last = self.order.last().map(|&id| (*self.starts.last().expect("starts beside order"), id));
+        let last = self.index.order.last().map(|&id| (*self.index.starts.last().expect("starts beside order"), id));
         if last.is_none_or(|l| l < pairs[0]) {
-            self.order.extend(pairs.iter().map(|&(_, id)| id));
-            self.starts.extend(pairs.iter().map(|&(start, _)| start));
+            self.index.order.extend(pairs.iter().map(|&(_, id)| id));
+            self.index.starts.extend(pairs.iter().map(|&(start, _)| start));
         } else {
-            let (old, old_starts) = (std::mem::take(&mut self.order), std::mem::take(&mut self.starts));
-            self.order.reserve(old.len() + pairs.len());
-            self.starts.reserve(old.len() + pairs.len());
+            let (old, old_starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+            self.index.order.reserve(old.len() + pairs.len());
+            self.index.starts.reserve(old.len() + pairs.len());
             merge_by_start((&old_starts, &old), &pairs, |start, id| {
-                self.starts.push(start);
-                self.order.push(id);
+                self.index.starts.push(start);
+                self.index.order.push(id);
             });
         }
         new.clear();
-        self.unsorted = new;
+        self.index.unsorted = new;
     }
 
     /// Brings the table to the state [`SymTab::in_order`] reads: every
@@ -387,8 +425,8 @@ impl SymTab {
     /// The ids and symbols in address order, as [`SymTab::iter`] gives
     /// them; call [`SymTab::settle`] first.
     pub fn in_order(&self) -> impl Iterator<Item = (NodeId, &Sym)> + '_ {
-        debug_assert!(self.unsorted.is_empty() && self.pending.is_empty(), "settled");
-        self.order.iter().map(|&id| (id, &self.syms[id as usize]))
+        debug_assert!(self.index.unsorted.is_empty() && self.put_off.pending.is_empty(), "settled");
+        self.index.order.iter().map(|&id| (id, &self.syms[id as usize]))
     }
 
     /// Symbol `id`'s name in the object file.
@@ -399,23 +437,23 @@ impl SymTab {
     pub fn first(&mut self) -> Option<&Sym> {
         self.sync();
         self.choose_all();
-        self.order.first().map(|&id| &self.syms[id as usize])
+        self.index.order.first().map(|&id| &self.syms[id as usize])
     }
 
     pub fn last(&mut self) -> Option<&Sym> {
         self.sync();
         self.choose_all();
-        self.order.last().map(|&id| &self.syms[id as usize])
+        self.index.order.last().map(|&id| &self.syms[id as usize])
     }
 
     /// The symbol `id` (its start must not change: it is the tree's key).
     pub fn get_mut(&mut self, id: NodeId) -> &mut Sym {
-        if self.pending.contains_key(&id) {
+        if self.put_off.pending.contains_key(&id) {
             self.choose_all();
         }
-        self.overlaps = None;
-        self.shown.remove(&id);
-        self.shapes.remove(&id);
+        self.overlap.overlaps = None;
+        self.names.shown.remove(&id);
+        self.names.shapes.remove(&id);
         &mut self.syms[id as usize]
     }
 
@@ -423,15 +461,15 @@ impl SymTab {
     pub fn position(&mut self, mut f: impl FnMut(&Sym) -> bool) -> Option<NodeId> {
         self.sync();
         self.choose_all();
-        self.order.iter().copied().find(|&id| f(&self.syms[id as usize]))
+        self.index.order.iter().copied().find(|&id| f(&self.syms[id as usize]))
     }
 
     pub fn remove(&mut self, id: NodeId) {
         self.sync();
         self.choose_all();
-        if let Some(i) = self.order.iter().position(|&x| x == id) {
-            self.order.remove(i);
-            self.starts.remove(i);
+        if let Some(i) = self.index.order.iter().position(|&x| x == id) {
+            self.index.order.remove(i);
+            self.index.starts.remove(i);
             self.erased(id);
         }
     }
@@ -439,8 +477,8 @@ impl SymTab {
     /// Records the erasure of `id` (already taken out of `order`).
     fn erased(&mut self, id: NodeId) {
         self.live[id as usize] = false;
-        self.log.push(id | ERASED);
-        self.overlaps = None;
+        self.tree.log.push(id | ERASED);
+        self.overlap.overlaps = None;
     }
 
     /// perf's `symbols__fixup_end`: a zero-sized symbol ends where the next
@@ -460,17 +498,17 @@ impl SymTab {
     /// name has none), equal parts by equal numbers.
     pub fn fixup_end_by(&mut self, module: impl Fn(NodeId) -> u32) {
         self.sync();
-        self.overlaps = None;
-        let Some(&last) = self.order.last() else { return };
+        self.overlap.overlaps = None;
+        let Some(&last) = self.index.order.last() else { return };
         // The new ends first, the table only read: each symbol's end
         // depends on its own and its successor's start.
         let mut ends = Vec::new();
-        let mut curr_mod = module(self.order[0]);
-        for i in 1..self.order.len() {
-            let (p, c) = (self.order[i - 1], self.order[i]);
+        let mut curr_mod = module(self.index.order[0]);
+        for i in 1..self.index.order.len() {
+            let (p, c) = (self.index.order[i - 1], self.index.order[i]);
             let prev_mod = curr_mod;
             curr_mod = module(c);
-            let (prev, curr_start) = (&self.syms[p as usize], self.starts[i]);
+            let (prev, curr_start) = (&self.syms[p as usize], self.index.starts[i]);
             if prev.end != prev.start {
                 continue;
             }
@@ -492,7 +530,7 @@ impl SymTab {
     /// order perf does.
     pub fn fixup_duplicate(&mut self) {
         self.sync();
-        let (order, starts) = (std::mem::take(&mut self.order), std::mem::take(&mut self.starts));
+        let (order, starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
         let mut kept = Vec::with_capacity(order.len());
         let mut kept_starts = Vec::with_capacity(order.len());
         let mut run: Vec<NodeId> = Vec::new();
@@ -522,18 +560,18 @@ impl SymTab {
             // their place in the log.
             let end = self.syms[run[0] as usize].end;
             let one_end = !self.eager_aliases() && end != start && run.iter().all(|&id| self.syms[id as usize].end == end);
-            let joined = self.pending.contains_key(&run[0]);
+            let joined = self.put_off.pending.contains_key(&run[0]);
             if one_end {
-                self.put_off += 1;
-                let at = self.log.len();
-                let from = self.alias_members.len() as u32;
+                self.put_off.seq += 1;
+                let at = self.tree.log.len();
+                let from = self.put_off.alias_members.len() as u32;
                 // A group put off before and joined by new symbols: this
                 // pass's choice is between its survivor and them.
-                self.alias_members.extend_from_slice(&run[usize::from(joined)..]);
-                let members = from..self.alias_members.len() as u32;
-                match self.pending.get_mut(&run[0]) {
-                    Some(group) => group.later.push((members, at, self.put_off)),
-                    None => _ = self.pending.insert(run[0], Aliases { members, at, seq: self.put_off, later: Vec::new() }),
+                self.put_off.alias_members.extend_from_slice(&run[usize::from(joined)..]);
+                let members = from..self.put_off.alias_members.len() as u32;
+                match self.put_off.pending.get_mut(&run[0]) {
+                    Some(group) => group.later.push((members, at, self.put_off.seq)),
+                    None => _ = self.put_off.pending.insert(run[0], Aliases { members, at, seq: self.put_off.seq, later: Vec::new() }),
                 }
                 kept.push(run[0]);
                 i = j;
@@ -552,8 +590,8 @@ impl SymTab {
             kept.push(survivor);
             i = j;
         }
-        self.order = kept;
-        self.starts = kept_starts;
+        self.index.order = kept;
+        self.index.starts = kept_starts;
     }
 
     fn eager_aliases(&self) -> bool {
@@ -590,9 +628,9 @@ impl SymTab {
     /// Makes the alias choice put off for the group `rep` stands for: the
     /// survivor, which the caller puts in `rep`'s place in `order`.
     fn choose_now(&mut self, rep: NodeId) -> NodeId {
-        let Some(group) = self.pending.remove(&rep) else { return rep };
-        let members = std::mem::take(&mut self.alias_members);
-        let mut erased = std::mem::take(&mut self.unlogged_ids);
+        let Some(group) = self.put_off.pending.remove(&rep) else { return rep };
+        let members = std::mem::take(&mut self.put_off.alias_members);
+        let mut erased = std::mem::take(&mut self.put_off.unlogged_ids);
         let mut run = Vec::new();
         let mut survivor = None;
         for (range, at, seq) in std::iter::once((group.members, group.at, group.seq)).chain(group.later) {
@@ -605,26 +643,26 @@ impl SymTab {
                 self.live[*id as usize] = false;
                 *id |= ERASED;
             }
-            self.unlogged.push((at, seq, from as u32..erased.len() as u32));
+            self.put_off.unlogged.push((at, seq, from as u32..erased.len() as u32));
         }
-        self.alias_members = members;
-        self.unlogged_ids = erased;
-        if self.pending.is_empty() {
-            self.alias_members.clear();
+        self.put_off.alias_members = members;
+        self.put_off.unlogged_ids = erased;
+        if self.put_off.pending.is_empty() {
+            self.put_off.alias_members.clear();
         }
         survivor.unwrap_or(rep)
     }
 
     /// Makes every choice put off, in `order` too.
     fn choose_all(&mut self) {
-        if self.pending.is_empty() {
+        if self.put_off.pending.is_empty() {
             return;
         }
         self.sync();
-        for i in 0..self.order.len() {
-            let id = self.order[i];
-            if self.pending.contains_key(&id) {
-                self.order[i] = self.choose_now(id);
+        for i in 0..self.index.order.len() {
+            let id = self.index.order[i];
+            if self.put_off.pending.contains_key(&id) {
+                self.index.order[i] = self.choose_now(id);
             }
         }
     }
@@ -633,23 +671,23 @@ impl SymTab {
     /// its erasures where they belong.
     fn materialize(&mut self) {
         self.choose_all();
-        if self.unlogged.is_empty() {
+        if self.put_off.unlogged.is_empty() {
             return;
         }
-        let mut late = std::mem::take(&mut self.unlogged);
-        let ids = std::mem::take(&mut self.unlogged_ids);
+        let mut late = std::mem::take(&mut self.put_off.unlogged);
+        let ids = std::mem::take(&mut self.put_off.unlogged_ids);
         late.sort_by_key(|&(at, seq, _)| (at, seq));
-        debug_assert!(late[0].0 >= self.replayed);
-        let mut log = Vec::with_capacity(self.log.len() + ids.len());
+        debug_assert!(late[0].0 >= self.tree.replayed);
+        let mut log = Vec::with_capacity(self.tree.log.len() + ids.len());
         let mut from = 0;
         for (at, _, range) in late {
-            let at = at.min(self.log.len());
-            log.extend_from_slice(&self.log[from..at]);
+            let at = at.min(self.tree.log.len());
+            log.extend_from_slice(&self.tree.log[from..at]);
             log.extend_from_slice(&ids[range.start as usize..range.end as usize]);
             from = at;
         }
-        log.extend_from_slice(&self.log[from..]);
-        self.log = log;
+        log.extend_from_slice(&self.tree.log[from..]);
+        self.tree.log = log;
     }
 
     /// perf's `symbols__find`: walk down from the root, left while the
@@ -668,13 +706,13 @@ impl SymTab {
         let overlaps = self.has_overlaps();
         // The last symbol starting at or below ip is the only candidate.
         let i = self.last_start_at_or_below(ip)?;
-        if overlaps && self.tangled[i] {
+        if overlaps && self.overlap.tangled[i] {
             return self.exact_find(ip);
         }
-        let mut id = self.order[i];
-        if self.pending.contains_key(&id) {
+        let mut id = self.index.order[i];
+        if self.put_off.pending.contains_key(&id) {
             let survivor = self.choose_now(id);
-            self.order[i] = survivor;
+            self.index.order[i] = survivor;
             id = survivor;
         }
         matches(&self.syms[id as usize], ip).then_some(id)
@@ -684,9 +722,9 @@ impl SymTab {
     /// (A binary search over a large table's starts misses the cache at
     /// most of its levels; through `strides` it misses at one or two.)
     fn last_start_at_or_below(&self, ip: u64) -> Option<usize> {
-        let block = self.strides.partition_point(|&s| s <= ip).checked_sub(1)?;
+        let block = self.index.strides.partition_point(|&s| s <= ip).checked_sub(1)?;
         let from = block * STRIDE;
-        let within = &self.starts[from..self.starts.len().min(from + STRIDE)];
+        let within = &self.index.starts[from..self.index.starts.len().min(from + STRIDE)];
         Some(from + within.partition_point(|&s| s <= ip) - 1)
     }
 
@@ -700,35 +738,35 @@ impl SymTab {
     /// whose ranges meet or share a start, or one that ends before it
     /// starts (it still steers the walk).
     fn has_overlaps(&mut self) -> bool {
-        if let Some(o) = self.overlaps {
+        if let Some(o) = self.overlap.overlaps {
             return o;
         }
         let bad = |s: &Sym| s.end < s.start;
-        let o = self.order.iter().zip(self.starts.iter().skip(1).map(Some).chain([None])).any(|(&id, next)| {
+        let o = self.index.order.iter().zip(self.index.starts.iter().skip(1).map(Some).chain([None])).any(|(&id, next)| {
             let a = &self.syms[id as usize];
             bad(a) || next.is_some_and(|&b| a.start >= b || a.end > b)
         });
-        self.overlaps = Some(o);
-        self.walked.clear();
-        self.strides.clear();
-        self.strides.extend(self.starts.iter().step_by(STRIDE).copied());
-        self.tangled.clear();
+        self.overlap.overlaps = Some(o);
+        self.tree.walked.clear();
+        self.index.strides.clear();
+        self.index.strides.extend(self.index.starts.iter().step_by(STRIDE).copied());
+        self.overlap.tangled.clear();
         if o {
             // A symbol is tangled if an earlier one reaches its start (the
             // one reaching furthest is then tangled too: it holds both), or
             // if it ends before it starts.
-            self.tangled.resize(self.order.len(), false);
+            self.overlap.tangled.resize(self.index.order.len(), false);
             let mut reach: Option<(u64, usize)> = None;
-            for (i, &id) in self.order.iter().enumerate() {
+            for (i, &id) in self.index.order.iter().enumerate() {
                 let s = &self.syms[id as usize];
                 if bad(s) {
-                    self.tangled[i] = true;
+                    self.overlap.tangled[i] = true;
                 }
                 if let Some((end, holder)) = reach
                     && end >= s.start
                 {
-                    self.tangled[i] = true;
-                    self.tangled[holder] = true;
+                    self.overlap.tangled[i] = true;
+                    self.overlap.tangled[holder] = true;
                 }
                 let end = s.end.max(s.start);
                 if reach.is_none_or(|(e, _)| end > e) {
@@ -753,26 +791,26 @@ impl SymTab {
     fn exact_find(&mut self, ip: u64) -> Option<NodeId> {
         // A change since the last overlap check (`overlaps` unknown) may
         // have moved an end the walks went by.
-        if self.overlaps.is_none() {
-            self.walked.clear();
+        if self.overlap.overlaps.is_none() {
+            self.tree.walked.clear();
         }
         self.materialize();
-        let tree = self.exact.get_or_insert_with(RbTree::default);
-        if self.replayed < self.log.len() {
-            self.walked.clear();
+        let tree = self.tree.exact.get_or_insert_with(RbTree::default);
+        if self.tree.replayed < self.tree.log.len() {
+            self.tree.walked.clear();
         }
-        if self.replayed == 0 {
+        if self.tree.replayed == 0 {
             // Every symbol by (start, id): the live ones are `order`, the
             // erased ones (a few aliases) are merged in.
             let mut erased: Vec<(u64, NodeId)> =
                 (0..self.syms.len() as NodeId).filter(|&id| !self.live[id as usize]).map(|id| (self.syms[id as usize].start, id)).collect();
             erased.sort_unstable();
             let mut all = Vec::with_capacity(self.syms.len());
-            merge_by_start((&self.starts, &self.order), &erased, |_, id| all.push(id));
-            replay_by_order(tree, &self.syms, &all, &self.log);
-            self.replayed = self.log.len();
+            merge_by_start((&self.index.starts, &self.index.order), &erased, |_, id| all.push(id));
+            replay_by_order(tree, &self.syms, &all, &self.tree.log);
+            self.tree.replayed = self.tree.log.len();
         }
-        for &op in &self.log[self.replayed..] {
+        for &op in &self.tree.log[self.tree.replayed..] {
             if op & ERASED != 0 {
                 tree.erase(op & !ERASED);
             } else {
@@ -780,14 +818,14 @@ impl SymTab {
                 debug_assert_eq!(id, op);
             }
         }
-        self.replayed = self.log.len();
-        if let Some((_, &(hi, found))) = self.walked.range(..=ip).next_back()
+        self.tree.replayed = self.tree.log.len();
+        if let Some((_, &(hi, found))) = self.tree.walked.range(..=ip).next_back()
             && ip <= hi
         {
             return found;
         }
         let (found, lo, hi) = walk(tree, &self.syms, ip);
-        self.walked.insert(lo, (hi, found));
+        self.tree.walked.insert(lo, (hi, found));
         found
     }
 }
@@ -1104,10 +1142,10 @@ mod tests {
             t.insert_all((0..n).map(|_| s(rnd(50_000) * 2, 1, STB_GLOBAL, "f")).collect());
             t.has_overlaps();
             let mut probes: Vec<u64> = (0..2000).map(|_| rnd(100_200)).collect();
-            probes.extend(t.starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s + 1]));
+            probes.extend(t.index.starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s + 1]));
             probes.extend([0, u64::MAX]);
             for ip in probes {
-                assert_eq!(t.last_start_at_or_below(ip), t.starts.partition_point(|&s| s <= ip).checked_sub(1), "n {n}, ip {ip}");
+                assert_eq!(t.last_start_at_or_below(ip), t.index.starts.partition_point(|&s| s <= ip).checked_sub(1), "n {n}, ip {ip}");
             }
         }
     }
@@ -1215,7 +1253,7 @@ mod tests {
                 t.fixup_end(false);
                 t.fixup_duplicate();
             }
-            put_off += lazy.pending.len();
+            put_off += lazy.put_off.pending.len();
             // Some lookups before the second table (a group joined by new
             // symbols is decided in the second pass).
             for _ in 0..rnd(10) {
@@ -1228,7 +1266,7 @@ mod tests {
                     t.fixup_end(false);
                     t.fixup_duplicate();
                 }
-                joined += lazy.pending.values().filter(|g| !g.later.is_empty()).count();
+                joined += lazy.put_off.pending.values().filter(|g| !g.later.is_empty()).count();
             }
             let mut ips: Vec<u64> = (0..700).collect();
             for i in (1..ips.len()).rev() {
@@ -1240,7 +1278,7 @@ mod tests {
             for ip in 0..700 {
                 assert_eq!(lazy.exact_find(ip), eager.exact_find(ip), "round {round}, ip {ip}");
             }
-            assert_eq!(lazy.log, eager.log, "round {round}");
+            assert_eq!(lazy.tree.log, eager.tree.log, "round {round}");
             assert_eq!(lazy.listing(), eager.listing(), "round {round}");
         }
         assert!(put_off > 500, "{put_off}");
@@ -1393,10 +1431,10 @@ mod tests {
                     ips.swap(i, rnd(i as u64 + 1) as usize);
                 }
                 for ip in ips {
-                    let (had_tree, before) = (t.exact.is_some(), t.walked.len());
+                    let (had_tree, before) = (t.tree.exact.is_some(), t.tree.walked.len());
                     let found = t.exact_find(ip);
-                    remembered += usize::from(had_tree && t.walked.len() == before);
-                    assert_eq!(found, walk(t.exact.as_ref().unwrap(), &t.syms, ip).0, "round {round} step {step} ip {ip}");
+                    remembered += usize::from(had_tree && t.tree.walked.len() == before);
+                    assert_eq!(found, walk(t.tree.exact.as_ref().unwrap(), &t.syms, ip).0, "round {round} step {step} ip {ip}");
                     assert_eq!(t.find_id(ip), found, "round {round} step {step} ip {ip}");
                 }
                 match step {
