@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--rerecord", action="store_true")
     ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging")
     ap.add_argument("--no-pgo", action="store_true", help="measure the cargo build alone")
+    ap.add_argument("--baseline", help="another pstitch binary (an earlier build) to time in the same runs and compare")
     args = ap.parse_args()
     if not os.path.exists(PERF_REF):
         sys.exit(f"bench: {PERF_REF} is missing")
@@ -159,6 +160,9 @@ def main():
         BINARIES["pstitch"] = subprocess.run([os.path.join(ROOT, "bench/pgo-build.sh")], check=True,
                                              capture_output=True, text=True).stdout.strip()
     tools = ("perf", "pstitch", "cargo") if not args.no_pgo else ("perf", "pstitch")
+    if args.baseline:
+        BINARIES["baseline"] = os.path.abspath(args.baseline)
+        tools = tools + ("baseline",)
     n = count_samples(big)
     print(f"recording: {big}: {n} samples, {os.path.getsize(big) / 1e6:.0f} MB; "
           f"deferred variants: {os.path.basename(deferred)}, {os.path.basename(lagging)} (records lag 20000 behind)")
@@ -168,7 +172,7 @@ def main():
     if args.only:
         keep = set(args.only.split(","))
         cases = [c for c in cases if c[0] in keep]
-    rows, ok = [], True
+    rows, ok, baselines = [], True, []
     for name, path, extra, deviates in cases:
         times = {t: [] for t in tools}
         rss = {t: [] for t in tools}
@@ -181,6 +185,11 @@ def main():
         same = len(hashes) == 1
         ok &= same
         cargo = (statistics.median(times["cargo"]), max(rss["cargo"])) if "cargo" in tools else None
+        if "baseline" in tools:
+            # Paired: each round's baseline time against the same round's pstitch time.
+            pairs = [b / p for b, p in zip(times["baseline"], times["pstitch"])]
+            baselines.append((name, statistics.median(times["baseline"]), statistics.median(times["pstitch"]),
+                              statistics.median(pairs), max(rss["baseline"]), max(rss["pstitch"])))
         rows.append((name, statistics.median(times["perf"]), statistics.median(times["pstitch"]),
                      max(rss["perf"]), max(rss["pstitch"]), same, cargo))
 
@@ -206,6 +215,11 @@ def main():
         print("\nthe cargo build (`cargo build --release`), same runs, for comparison (not checked):")
         for name, tp, _, _, _, _, (tc, rc) in rows:
             print(f"{name:<10} {tp:>9.2f}s {tc:>9.2f}s {tp / tc:>7.1f}x {'':>7} {'':>10} {rc / 1024:>10.0f}MB")
+    if baselines:
+        print(f"\nagainst the baseline {BINARIES['baseline']} (same runs; > 1: pstitch is faster):")
+        print(f"{'case':<10} {'baseline':>10} {'pstitch':>10} {'ratio':>8} {'base RSS':>10} {'pstitch RSS':>12}")
+        for name, tb, tp, ratio, rb, rp in baselines:
+            print(f"{name:<10} {tb:>9.2f}s {tp:>9.2f}s {ratio:>7.3f}x {rb / 1024:>8.0f}MB {rp / 1024:>10.0f}MB")
     if lag_budget is not None:
         print(f"\npstitch on the lagging variant takes {lag_budget:.2f}x the time of the same file without lag (budget 1.5x)")
         ok &= lag_budget <= 1.5

@@ -297,6 +297,7 @@ impl KeptTexts {
 
 /// The text of a new line in a batch's new texts, which are end to end,
 /// each its length (4 bytes) and bytes: the next one from `pos` on.
+#[inline]
 pub fn next_new_text<'a>(texts: &'a [u8], pos: &mut usize, place: FrameText) -> &'a [u8] {
     if !place.is_new() {
         return &[];

@@ -45,6 +45,7 @@ impl Default for Heads {
 impl Heads {
     /// Appends the head of a line (see [`head`]).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn head(&mut self, out: &mut Vec<u8>, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, comm_unpadded: bool) {
         let key = (fields & HEAD, comm_unpadded, pid, tid, cpu);
         let h = (tid as u32).wrapping_mul(0x9e37_79b9) ^ cpu.wrapping_mul(0x85eb_ca6b);
@@ -62,6 +63,7 @@ impl Heads {
     /// Appends the period and event name fields of a sample line if they
     /// are the last line's (`event` stands for the name and its width);
     /// false if they need formatting, then [`Heads::keep_tail`].
+    #[inline]
     pub fn tail(&mut self, out: &mut Vec<u8>, fields: u64, period: u64, event: usize) -> bool {
         if self.tail != Some((period, event, fields)) {
             return false;

@@ -216,6 +216,7 @@ impl Attr {
     }
 
     /// Bytes the attr occupies on disk (`size`, or the v0 size when 0).
+    #[inline]
     pub fn disk_size(&self) -> usize {
         if self.size == 0 { ATTR_SIZE_VER0 } else { self.size as usize }
     }
@@ -230,6 +231,7 @@ impl Attr {
         self.sample_type & bits != 0
     }
 
+    #[inline]
     pub fn sample_id_all(&self) -> bool {
         self.has(flag::SAMPLE_ID_ALL)
     }
@@ -239,6 +241,7 @@ impl Attr {
     }
 
     /// Size of the `sample_id` trailer on non-sample records.
+    #[inline]
     pub fn id_hdr_size(&self) -> usize {
         use sample_type::*;
         if !self.sample_id_all() {
@@ -249,6 +252,7 @@ impl Attr {
 
     /// Index (in u64 words from the start of a sample body) of the event id,
     /// or `None` if samples carry no id. Mirrors perf's `id_pos`.
+    #[inline]
     pub fn sample_id_pos(&self) -> Option<usize> {
         use sample_type::*;
         if self.samples(IDENTIFIER) {
@@ -262,6 +266,7 @@ impl Attr {
 
     /// Position of the event id counted back from the end of a non-sample
     /// record (1 = last word). Mirrors perf's `is_pos`.
+    #[inline]
     pub fn trailer_id_pos(&self) -> Option<usize> {
         use sample_type::*;
         if self.samples(IDENTIFIER) {

@@ -159,6 +159,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// The bytes before the first NUL (all of them if there is none).
+#[inline]
 pub fn until_nul(b: &[u8]) -> &[u8] {
     match b.iter().position(|&c| c == 0) {
         Some(i) => &b[..i],
@@ -167,6 +168,7 @@ pub fn until_nul(b: &[u8]) -> &[u8] {
 }
 
 /// The position of the first `byte` in `b`, eight bytes at a time.
+#[inline]
 pub fn find_byte(b: &[u8], byte: u8) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     let mut chunks = b.chunks_exact(8);
@@ -192,6 +194,7 @@ pub struct U64Array<'a> {
 impl<'a> U64Array<'a> {
     pub const EMPTY: U64Array<'static> = U64Array { bytes: &[], endian: Endian::NATIVE };
 
+    #[inline]
     pub fn new(bytes: &'a [u8], endian: Endian) -> Self {
         debug_assert!(bytes.len().is_multiple_of(8));
         U64Array { bytes, endian }
@@ -213,16 +216,19 @@ impl<'a> U64Array<'a> {
     }
 
     /// The first `n` entries (all of them if there are fewer).
+    #[inline]
     pub fn prefix(&self, n: usize) -> U64Array<'a> {
         let n = n.min(self.len());
         U64Array { bytes: &self.bytes[..n * 8], endian: self.endian }
     }
 
+    #[inline]
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + Clone + 'a {
         let endian = self.endian;
         self.bytes.chunks_exact(8).map(move |c| endian.u64(c.try_into().unwrap_or([0; 8])))
     }
 
+    #[inline]
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }

@@ -94,19 +94,23 @@ impl Evlist {
         }
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.evsels.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.evsels.is_empty()
     }
 
+    #[inline]
     pub fn by_id(&self, id: u64) -> Option<usize> {
         self.by_id.get(&id).copied()
     }
 
     /// Does the first event have `sample_id_all`? perf decides from it alone.
+    #[inline]
     pub fn sample_id_all(&self) -> bool {
         self.evsels.first().is_some_and(|e| e.attr.sample_id_all())
     }
@@ -115,6 +119,7 @@ impl Evlist {
     /// the only event if there is one; the first one for non-sample records
     /// without `sample_id_all` and for synthesized records (id 0); otherwise
     /// the owner of the record's id. `None` when the id is unknown.
+    #[inline]
     pub fn evsel_for(&self, rec: &Record<'_>) -> Option<usize> {
         let first = self.evsels.first()?;
         if self.evsels.len() == 1 {

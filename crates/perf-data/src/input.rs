@@ -104,7 +104,7 @@ impl Input {
             Some(info) => (info.data.start, info.data.end, info.data_missing),
             None => (PIPE_HEADER_SIZE, bytes.len(), 0),
         };
-        RecordSource { inner: Source::Slice { data: bytes, backing: bytes.backing(), pos, end, endian, missing } }
+        RecordSource { inner: Source::Slice { data: bytes, backing: bytes.backing(), pos, end, endian, missing, tell_at: pos } }
     }
 
     /// The input's bytes, for an input held in memory (not a stream).

@@ -77,6 +77,7 @@ pub struct RawRecord<'a> {
 }
 
 /// Size of the out-of-record payload that follows some user records.
+#[inline]
 fn trailing_payload(header: &RecordHeader, record: &[u8], endian: Endian) -> std::result::Result<usize, ()> {
     let n = match header.type_ {
         // struct { header; u32 size; u32 pad } then `size` bytes, 8-aligned.
@@ -91,6 +92,7 @@ fn trailing_payload(header: &RecordHeader, record: &[u8], endian: Endian) -> std
 
 /// The record at the start of `avail` (file offset `off`): its header and
 /// its size with the payload that follows it, checked against what is left.
+#[inline]
 fn record_at(avail: &[u8], off: u64, endian: Endian) -> Result<(RecordHeader, usize)> {
     let header = RecordHeader::parse(avail, endian)
         .ok_or_else(|| Error::at(off, format!("record header truncated ({} bytes left)", avail.len())))?;
@@ -167,6 +169,9 @@ impl std::fmt::Debug for FileBytes {
     }
 }
 
+/// How often a [`Backing`] hears where the reading is, in bytes.
+const TELL_EVERY: usize = 64 << 10;
+
 /// Where records come from: a range of bytes in memory, or a stream.
 pub struct RecordSource<'a> {
     inner: Source<'a>,
@@ -175,8 +180,10 @@ pub struct RecordSource<'a> {
 enum Source<'a> {
     /// `missing` is how many bytes of the data section the header promised
     /// beyond `end` (a truncated file): the source reports them as an
-    /// error once the records present are read.
-    Slice { data: &'a [u8], backing: Option<&'a dyn Backing>, pos: usize, end: usize, endian: Endian, missing: u64 },
+    /// error once the records present are read. The backing hears of the
+    /// reading position when it passes `tell_at` (every [`TELL_EVERY`]
+    /// bytes).
+    Slice { data: &'a [u8], backing: Option<&'a dyn Backing>, pos: usize, end: usize, endian: Endian, missing: u64, tell_at: usize },
     /// A pipe or other non-seekable input.
     Stream { reader: Box<dyn Read + 'a>, pos: u64, endian: Endian },
 }
@@ -184,7 +191,7 @@ enum Source<'a> {
 impl<'a> RecordSource<'a> {
     /// The records of `data[start..end]` (offsets are positions in `data`).
     pub fn from_slice(data: &'a [u8], start: usize, end: usize, endian: Endian) -> RecordSource<'a> {
-        RecordSource { inner: Source::Slice { data, backing: None, pos: start, end: end.min(data.len()), endian, missing: 0 } }
+        RecordSource { inner: Source::Slice { data, backing: None, pos: start, end: end.min(data.len()), endian, missing: 0, tell_at: usize::MAX } }
     }
 
     /// The records a stream holds from its current position on, which is
@@ -236,7 +243,7 @@ impl<'a> RecordSource<'a> {
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
         match &mut self.inner {
-            Source::Slice { data, backing, pos, end, endian, missing } => {
+            Source::Slice { data, backing, pos, end, endian, missing, tell_at } => {
                 if *pos >= *end {
                     if *missing > 0 {
                         let m = std::mem::take(missing);
@@ -251,8 +258,11 @@ impl<'a> RecordSource<'a> {
                 let avail = data.get(*pos..*end).unwrap_or(&[]);
                 let (header, total) = record_at(avail, off, *endian)?;
                 *pos += total;
-                if let Some(b) = backing {
+                if *pos >= *tell_at
+                    && let Some(b) = backing
+                {
                     b.reading_at(*pos);
+                    *tell_at = pos.saturating_add(TELL_EVERY);
                 }
                 Ok(Some(RawRecord { offset: off, header, bytes: Cow::Borrowed(&avail[..total]) }))
             }
@@ -304,6 +314,7 @@ impl<'a> RecordSource<'a> {
 /// The framing checks every record gets before its size is trusted: at
 /// least a header, and a multiple of 8 (else every later record would be
 /// read misaligned; perf 7.2 aborts there too).
+#[inline]
 pub fn check_size(off: u64, header: &RecordHeader) -> Result<()> {
     let size = header.size as usize;
     if size < HEADER_SIZE {

@@ -141,6 +141,7 @@ pub const HEADER_SIZE: usize = 8;
 /// perf 7.2 checks it (`perf_event__min_size[]`; 0 = no minimum beyond the
 /// header). Smaller records are skipped. The values were read off perf-ref's
 /// own warnings ("event size 8 too small (min N)") for every type.
+#[inline]
 pub fn min_size(t: u32) -> usize {
     use kind::*;
     match t {
@@ -172,6 +173,7 @@ pub fn min_size(t: u32) -> usize {
 /// record type begins, for the types perf checks with
 /// `perf_event__check_nul` (the string must end before the record does,
 /// `sample_id` trailer included).
+#[inline]
 pub fn string_offset(t: u32) -> Option<usize> {
     use kind::*;
     match t {
@@ -186,6 +188,7 @@ pub fn string_offset(t: u32) -> Option<usize> {
 
 /// perf's `perf_event__check_nul`: does the string of a record end (with a
 /// NUL) inside the record? True for types without such a string.
+#[inline]
 pub fn string_is_terminated(t: u32, record: &[u8]) -> bool {
     match string_offset(t) {
         Some(off) => record.get(off..).is_some_and(|s| s.contains(&0)),
@@ -195,6 +198,7 @@ pub fn string_is_terminated(t: u32, record: &[u8]) -> bool {
 
 /// Record sizes must be multiples of 8, except for three legacy user
 /// records (perf 7.2 aborts on any other unaligned record).
+#[inline]
 pub fn size_may_be_unaligned(t: u32) -> bool {
     matches!(t, kind::HEADER_TRACING_DATA | kind::COMPRESSED | kind::HEADER_FEATURE)
 }
@@ -208,6 +212,7 @@ pub struct RecordHeader {
 }
 
 impl RecordHeader {
+    #[inline]
     pub fn parse(b: &[u8], endian: Endian) -> Option<RecordHeader> {
         Some(RecordHeader {
             type_: endian.read_u32(b, 0)?,
@@ -239,6 +244,7 @@ impl<'a> Record<'a> {
     }
 
     /// The body without a `sample_id` trailer of `trailer` bytes.
+    #[inline]
     fn payload(&self, trailer: usize) -> &'a [u8] {
         let b = self.body();
         &b[..b.len().saturating_sub(trailer)]
@@ -362,6 +368,7 @@ pub struct DeferredCallchainRecord<'a> {
 }
 
 impl<'a> DeferredCallchainRecord<'a> {
+    #[inline]
     pub fn parse(r: &Record<'a>, trailer: usize) -> Option<DeferredCallchainRecord<'a>> {
         let mut c = Cursor::new(r.payload(trailer), r.endian);
         let cookie = c.u64().ok()?;
