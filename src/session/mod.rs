@@ -44,6 +44,14 @@ pub use tool::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, 
 use deferred::{HeldSample, Stitcher};
 use ordered::{OrderedEvents, Queued, RecordBytes};
 
+/// The [`Context`] of a session `$s`, borrowing only the fields it names
+/// (so that others, such as the record source, stay free to borrow).
+macro_rules! context {
+    ($s:expr) => {
+        Context { evlist: &$s.evlist, features: &$s.features, pipe: $s.pipe, endian: $s.endian, machine: &mut $s.machine, filter: &$s.filter }
+    };
+}
+
 /// How many records after the queue [`Tool::lookahead`] may see.
 pub(crate) const UPCOMING_MAX: usize = 1 << 16;
 
@@ -249,15 +257,7 @@ impl<'a> Session<'a> {
 
     /// The context a tool sees, and the session's own delivery state.
     fn parts(&mut self) -> (Context<'_>, &mut Vec<u64>) {
-        let cx = Context {
-            evlist: &self.evlist,
-            features: &self.features,
-            pipe: self.pipe,
-            endian: self.endian,
-            machine: &mut self.machine,
-            filter: &self.filter,
-        };
-        (cx, &mut self.merged)
+        (context!(self), &mut self.merged)
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -569,14 +569,7 @@ impl<'a> Session<'a> {
     /// one pass over the file at most, however many flushes there are.
     fn lookahead(&mut self, tool: &mut dyn Tool, queue: &OrderedEvents<'_>) {
         let source = &self.source;
-        let mut cx = Context {
-            evlist: &self.evlist,
-            features: &self.features,
-            pipe: self.pipe,
-            endian: self.endian,
-            machine: &mut self.machine,
-            filter: &self.filter,
-        };
+        let mut cx = context!(self);
         let (evlist, endian) = (cx.evlist, cx.endian);
         let seen = &self.upcoming_seen;
         let upcoming = source.upcoming(seen.get()).take(UPCOMING_MAX).filter_map(|(after, bytes)| {

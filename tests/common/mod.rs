@@ -60,3 +60,31 @@ pub fn script_bytes(data: &[u8]) -> Outcome {
     }
     outcome
 }
+
+/// The samples of a perf script output made with `-F
+/// comm,pid,tid[,cpu],time,event,ip,...`: (tid, time as printed, the
+/// addresses of the callchain lines, or the sample line's own address when
+/// there is no callchain).
+pub fn printed_samples(text: &str) -> Vec<(i64, String, Vec<u64>)> {
+    let mut out: Vec<(i64, String, Vec<u64>)> = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(frame) = line.strip_prefix('\t') {
+            // Pipe-mode output names the symbol after the address.
+            let ip = u64::from_str_radix(frame.split_whitespace().next().expect("address"), 16).expect("hex address");
+            out.last_mut().expect("a frame after its sample").2.push(ip);
+            continue;
+        }
+        // Comms may contain spaces: the pid/tid word ends them.
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let pidtid = words
+            .iter()
+            .find(|w| w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok()))
+            .expect("pid/tid");
+        let tid = pidtid.rsplit('/').next().unwrap().parse().expect("tid");
+        let time = words.iter().find(|w| w.ends_with(':') && w.contains('.')).expect("time").trim_end_matches(':');
+        // Without a callchain the address follows the event name.
+        let ip = words.iter().skip_while(|w| !w.ends_with(':') || w.contains('.')).skip(1).find_map(|w| u64::from_str_radix(w, 16).ok());
+        out.push((tid, time.to_string(), ip.into_iter().collect()));
+    }
+    out
+}
