@@ -9,14 +9,15 @@ use pstitch::{Limits, SessionOptions, SymbolConfig, Threads};
 /// Bounds small enough for a test, large enough for the recordings.
 pub const LIMITS: Limits = Limits { max_chunk_output: 8 << 20, max_queued_bytes: 64 << 20 };
 
-/// Options that read nothing outside the input.
+/// Options that read nothing outside the input, in the threads mode the
+/// environment asks for (`PSTITCH_THREADS=1`: single-threaded).
 pub fn offline(output: ScriptOptions, session: SessionOptions) -> ScriptConfig {
     let symbols = SymbolConfig {
         symfs: Some("/nonexistent/pstitch-symfs".into()),
         kallsyms: Some("/nonexistent/pstitch-kallsyms".into()),
         ..SymbolConfig::perf()
     };
-    ScriptConfig { output, session: SessionOptions { limits: LIMITS, ..session }, symbols, ..Default::default() }
+    ScriptConfig { output, session: SessionOptions { limits: LIMITS, ..session }, symbols, threads: Threads::from_env(), ..Default::default() }
 }
 
 /// Runs `config` on `data`, read from memory or (`stream`) as a stream;
@@ -36,9 +37,10 @@ pub fn run(data: &[u8], stream: bool, config: ScriptConfig) -> Report {
     }
 }
 
-/// One run of the whole pipeline on `data`: the last byte picks some
-/// options so that more printing paths are covered, and pipe-mode data
-/// also goes through the streaming reader. The worst outcome.
+/// Runs of the whole pipeline on `data`, threaded and single-threaded: the
+/// last byte picks some options so that more printing paths are covered,
+/// and pipe-mode data also goes through the streaming reader. The worst
+/// outcome.
 pub fn script_bytes(data: &[u8]) -> Outcome {
     let pick = data.last().copied().unwrap_or(0);
     let output = ScriptOptions {
@@ -49,13 +51,17 @@ pub fn script_bytes(data: &[u8]) -> Outcome {
         ..Default::default()
     };
     let session = SessionOptions { no_merge_callchains: pick & 4 != 0, ..Default::default() };
-    let threads = if pick & 32 != 0 { Threads::Single } else { Threads::Parallel };
-    let config = || ScriptConfig { threads, ..offline(output.clone(), session.clone()) };
-    let mut outcome = run(data, false, config()).outcome;
-    if pstitch::perf_data::header::is_pipe_header(data).is_some() {
-        let streamed = run(data, true, config()).outcome;
-        if streamed != Outcome::Printed {
-            outcome = streamed;
+    let mut outcome = Outcome::Printed;
+    for threads in [Threads::Parallel, Threads::Single] {
+        let config = || ScriptConfig { threads, ..offline(output.clone(), session.clone()) };
+        let mut runs = vec![run(data, false, config()).outcome];
+        if pstitch::perf_data::header::is_pipe_header(data).is_some() {
+            runs.push(run(data, true, config()).outcome);
+        }
+        for o in runs {
+            if o != Outcome::Printed {
+                outcome = o;
+            }
         }
     }
     outcome
