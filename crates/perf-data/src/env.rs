@@ -724,9 +724,9 @@ mod tests {
         p
     }
 
-    /// perf 7.2 refuses more than 64 sched domains ("max_sched_domains 65
-    /// > 64", what perf-ref printed for such a section), before a table
-    /// per CPU is made: 4,096 CPUs claiming 4,096 domains each took 1.3 GB.
+    /// perf 7.2 refuses more than 64 sched domains (perf-ref printed
+    /// `max_sched_domains 65 > 64` for such a section), before a table per
+    /// CPU is made: 4,096 CPUs claiming 4,096 domains each took 1.3 GB.
     #[test]
     fn sched_domains_are_bounded_as_perf_bounds_them() {
         let mut env = Env { nr_cpus_avail: 4096, nr_cpus_online: 4096, ..Env::default() };
