@@ -68,7 +68,8 @@ use record::{HEADER_SIZE, RecordHeader, kind};
 /// One record as read from the input: its bytes (header included) and where
 /// it started. Records of type HEADER_TRACING_DATA and AUXTRACE are followed
 /// in the stream by a payload that is not counted in `header.size`; it is
-/// included in `bytes`.
+/// included in `bytes`, except an AUXTRACE record's read from a stream
+/// (hardware trace data, read past without being kept).
 #[derive(Debug, Clone)]
 pub struct RawRecord<'a> {
     pub offset: u64,
@@ -168,6 +169,10 @@ impl std::fmt::Debug for FileBytes {
         write!(f, "FileBytes::{kind}({} bytes)", self.len())
     }
 }
+
+/// The most bytes of payload after a record (tracing data) a stream's
+/// reader keeps in memory.
+const MAX_STREAMED_PAYLOAD: usize = 256 << 20;
 
 /// How often a [`Backing`] hears where the reading is, in bytes.
 const TELL_EVERY: usize = 64 << 10;
@@ -289,22 +294,36 @@ impl<'a> RecordSource<'a> {
                 }
                 let extra = trailing_payload(&header, &buf, *endian)
                     .map_err(|_| Error::in_record(off, header.type_, "bad payload size"))?;
+                let mut consumed = buf.len() as u64;
                 if extra > 0 {
                     // Read in steps so a lying size cannot make us allocate
-                    // more than the input actually holds.
+                    // more than the input actually holds. AUX data (hardware
+                    // traces, which nothing here decodes) is read past, not
+                    // kept: a pipe may send gigabytes of it.
+                    let keep = header.type_ != kind::AUXTRACE;
+                    if keep && extra > MAX_STREAMED_PAYLOAD {
+                        return Err(Error::in_record(
+                            off,
+                            header.type_,
+                            format!("payload of {extra} bytes is larger than a stream's {} MiB", MAX_STREAMED_PAYLOAD >> 20),
+                        ));
+                    }
                     let mut left = extra;
                     let mut chunk = vec![0u8; 64 * 1024];
                     while left > 0 {
                         let want = left.min(chunk.len());
                         let got = read_full(reader.as_mut(), &mut chunk[..want])?;
-                        buf.extend_from_slice(&chunk[..got]);
+                        if keep {
+                            buf.extend_from_slice(&chunk[..got]);
+                        }
+                        consumed += got as u64;
                         if got < want {
                             return Err(Error::in_record(off, header.type_, "payload truncated by end of input"));
                         }
                         left -= got;
                     }
                 }
-                *pos += buf.len() as u64;
+                *pos += consumed;
                 Ok(Some(RawRecord { offset: off, header, bytes: Cow::Owned(buf) }))
             }
         }
@@ -580,6 +599,35 @@ mod tests {
         assert_eq!(s.upcoming(good as u64).count(), 0);
         let stream = RecordSource::from_reader(Box::new(&data[..]), 0, e);
         assert_eq!(stream.upcoming(0).count(), 0, "a stream shows nothing ahead");
+    }
+
+    /// A stream's AUX data is read past, not kept: a pipe may send
+    /// gigabytes of it (the record claiming 2^40 bytes is reported when
+    /// the data ends short, having kept nothing).
+    #[test]
+    fn stream_source_does_not_keep_aux_data() {
+        let put = writer::Put(Endian::Little);
+        let aux = |payload: u64| {
+            let mut rec = Vec::new();
+            put.header(&mut rec, kind::AUXTRACE, 0, 48);
+            for v in [payload, 0, 0] {
+                put.u64(&mut rec, v);
+            }
+            rec.resize(48, 0);
+            rec
+        };
+        let mut data = aux(8 << 20);
+        data.resize(data.len() + (8 << 20), 0xab);
+        put.header(&mut data, kind::FINISHED_ROUND, 0, 8);
+        let mut s = RecordSource::from_reader(Box::new(&data[..]), 16, Endian::Little);
+        let r = s.next_record().unwrap().unwrap();
+        assert_eq!((r.header.type_, r.bytes.len()), (kind::AUXTRACE, 48), "the payload is not kept");
+        assert_eq!(s.position(), 16 + 48 + (8 << 20), "but read past");
+        assert_eq!(s.next_record().unwrap().unwrap().header.type_, kind::FINISHED_ROUND);
+        let mut endless = aux(1 << 40);
+        endless.resize(endless.len() + (1 << 20), 0xab);
+        let mut s = RecordSource::from_reader(Box::new(&endless[..]), 16, Endian::Little);
+        assert!(s.next_record().unwrap_err().to_string().contains("payload truncated"));
     }
 
     #[test]
