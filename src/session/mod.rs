@@ -262,7 +262,14 @@ impl<'a> Session<'a> {
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let mut records = 0u64;
-        while let Some(raw) = self.source.next_record()? {
+        loop {
+            // A pipe whose writer pauses: what was delivered is final
+            // (perf prints it too), the queue's order is not.
+            if self.source.would_wait() {
+                let mut cx = context!(self);
+                tool.idle(&mut cx)?;
+            }
+            let Some(raw) = self.source.next_record()? else { break };
             records += 1;
             if records.is_multiple_of(PROGRESS_EVERY) {
                 self.report(records, false);

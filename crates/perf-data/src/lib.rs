@@ -174,6 +174,30 @@ impl std::fmt::Debug for FileBytes {
 /// reader keeps in memory.
 const MAX_STREAMED_PAYLOAD: usize = 256 << 20;
 
+/// A stream's buffer.
+const STREAM_BUFFER: usize = 64 << 10;
+
+/// An input read as a stream (a pipe), which may also tell whether a read
+/// would return at once.
+pub trait Stream: Read {
+    /// Whether a read would return at once (with data, or at the end of
+    /// the input); `true` where the stream cannot tell.
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
+/// A reader that cannot tell.
+struct Plain<'a>(Box<dyn Read + 'a>);
+
+impl Read for Plain<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Stream for Plain<'_> {}
+
 /// How often a [`Backing`] hears where the reading is, in bytes.
 const TELL_EVERY: usize = 64 << 10;
 
@@ -189,8 +213,9 @@ enum Source<'a> {
     /// reading position when it passes `tell_at` (every [`TELL_EVERY`]
     /// bytes).
     Slice { data: &'a [u8], backing: Option<&'a dyn Backing>, pos: usize, end: usize, endian: Endian, missing: u64, tell_at: usize },
-    /// A pipe or other non-seekable input.
-    Stream { reader: Box<dyn Read + 'a>, pos: u64, endian: Endian },
+    /// A pipe or other non-seekable input, read through a buffer of its
+    /// own (so that an empty buffer says when the next read may wait).
+    Stream { reader: std::io::BufReader<Box<dyn Stream + 'a>>, pos: u64, endian: Endian },
 }
 
 impl<'a> RecordSource<'a> {
@@ -202,7 +227,23 @@ impl<'a> RecordSource<'a> {
     /// The records a stream holds from its current position on, which is
     /// input offset `pos`.
     pub fn from_reader(reader: Box<dyn Read + 'a>, pos: u64, endian: Endian) -> RecordSource<'a> {
-        RecordSource { inner: Source::Stream { reader, pos, endian } }
+        RecordSource::from_stream(Box::new(Plain(reader)), pos, endian)
+    }
+
+    /// [`RecordSource::from_reader`] for a stream that can tell whether a
+    /// read would wait.
+    pub fn from_stream(stream: Box<dyn Stream + 'a>, pos: u64, endian: Endian) -> RecordSource<'a> {
+        RecordSource { inner: Source::Stream { reader: std::io::BufReader::with_capacity(STREAM_BUFFER, stream), pos, endian } }
+    }
+
+    /// Whether reading the next record may have to wait for the input (a
+    /// pipe whose writer has nothing to say right now): the moment to
+    /// write out what is final. Input in memory never waits.
+    pub fn would_wait(&self) -> bool {
+        match &self.inner {
+            Source::Stream { reader, .. } => reader.buffer().is_empty() && !reader.get_ref().ready(),
+            Source::Slice { .. } => false,
+        }
     }
 
     pub fn endian(&self) -> Endian {
@@ -274,7 +315,7 @@ impl<'a> RecordSource<'a> {
             Source::Stream { reader, pos, endian } => {
                 let off = *pos;
                 let mut hdr = [0u8; HEADER_SIZE];
-                let got = read_full(reader.as_mut(), &mut hdr)?;
+                let got = read_full(reader, &mut hdr)?;
                 if got == 0 {
                     return Ok(None);
                 }
@@ -288,7 +329,7 @@ impl<'a> RecordSource<'a> {
                 let mut buf = Vec::with_capacity(size);
                 buf.extend_from_slice(&hdr);
                 buf.resize(size, 0);
-                let got = read_full(reader.as_mut(), &mut buf[HEADER_SIZE..])?;
+                let got = read_full(reader, &mut buf[HEADER_SIZE..])?;
                 if got < size - HEADER_SIZE {
                     return Err(Error::in_record(off, header.type_, format!("record of {size} bytes truncated by end of input")));
                 }
@@ -312,7 +353,7 @@ impl<'a> RecordSource<'a> {
                     let mut chunk = vec![0u8; 64 * 1024];
                     while left > 0 {
                         let want = left.min(chunk.len());
-                        let got = read_full(reader.as_mut(), &mut chunk[..want])?;
+                        let got = read_full(reader, &mut chunk[..want])?;
                         if keep {
                             buf.extend_from_slice(&chunk[..got]);
                         }
