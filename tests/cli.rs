@@ -272,3 +272,60 @@ fn a_pausing_pipe_shows_what_is_final() {
     assert!(during_pause < whole.stdout.len(), "the queue's records wait for their round");
     assert_eq!(String::from_utf8_lossy(&seen.lock().unwrap()), String::from_utf8_lossy(&whole.stdout));
 }
+
+/// A pipe-mode recording of `n` cpu-clock samples and no FINISHED_ROUND:
+/// everything waits in the ordering queue until the end.
+fn synthetic_pipe(n: usize) -> Vec<u8> {
+    let p = Put(Endian::Little);
+    let file = synthetic(0);
+    // The attr as the file-mode header holds it (its section's offset is
+    // at byte 24 of the header).
+    let at = u64::from_le_bytes(file[24..32].try_into().unwrap()) as usize;
+    let attr = &file[at..at + 128];
+    let mut data = pstitch::perf_data::writer::pipe_header(Endian::Little);
+    p.header(&mut data, kind::HEADER_ATTR, 0, (8 + attr.len() + 8) as u16);
+    data.extend_from_slice(attr);
+    p.u64(&mut data, 1);
+    for i in 0..n as u64 {
+        p.header(&mut data, kind::SAMPLE, 2, 40);
+        p.u64(&mut data, 0x400000 + i);
+        p.u32(&mut data, 7);
+        p.u32(&mut data, 7);
+        // Out of order in pairs, so that early delivery shows.
+        p.u64(&mut data, 1_000_000_000 + (i ^ 1) * 1000);
+        p.u64(&mut data, 1000);
+    }
+    data
+}
+
+/// The ordering queue is bounded (--queue-limit, in MiB): past it the
+/// older half goes out early and a warning says the order may differ;
+/// every sample is still printed.
+#[test]
+fn the_ordering_queue_limit_is_an_option_and_said() {
+    use std::io::Write;
+    let data = synthetic_pipe(60_000);
+    let run = |limit: Option<&str>| {
+        let mut cmd = pstitch();
+        cmd.args(["script", "-i", "-", "-F", "time,ip"]);
+        if let Some(l) = limit {
+            cmd.args(["--queue-limit", l]);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let d = data.clone();
+        let w = std::thread::spawn(move || stdin.write_all(&d));
+        let out = child.wait_with_output().unwrap();
+        w.join().unwrap().unwrap();
+        assert!(out.status.success());
+        (String::from_utf8_lossy(&out.stdout).lines().count(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (lines, err) = run(None);
+    assert_eq!(lines, 60_000);
+    assert!(!err.contains("waiting to be sorted"), "{err}");
+    let (lines, err) = run(Some("1"));
+    assert_eq!(lines, 60_000, "every sample printed");
+    assert!(err.contains("more than 1 MiB of records waiting to be sorted by time"), "{err}");
+    let out = pstitch().args(["script", "--queue-limit", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
