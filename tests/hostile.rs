@@ -321,11 +321,64 @@ fn operation(op: &str) {
             let report = pstitch::script::run(input, pstitch::script::Source::named("tracepoint"), Default::default(), std::io::sink());
             assert_eq!(report.outcome, pstitch::script::Outcome::Printed, "{:?}", report.messages);
         }
+        // Printing every sample of a compressed recording whose samples
+        // each wait in the queue while 64 MiB of records follow them, in
+        // chunks of `arg` MiB (decoded).
+        "chunks" => {
+            let mib: usize = arg.parse().unwrap();
+            let data = generate::compressed_chunks(4, 64 << 20, mib << 20, 256 << 20);
+            let input = pstitch::perf_data::Input::from_bytes(pstitch::perf_data::FileBytes::Owned(data)).expect("perf.data");
+            let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let report = pstitch::script::run(input, pstitch::script::Source::named("chunks"), Default::default(), SharedOut(out.clone()));
+            assert_eq!(report.outcome, pstitch::script::Outcome::Printed, "{:?}", report.messages);
+            let out = out.lock().unwrap();
+            assert_eq!(out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(), 4, "{}", String::from_utf8_lossy(&out));
+        }
         "demangle" => {
             std::hint::black_box(pstitch::demangle(&generate::substitution_bomb(arg.parse().unwrap())));
         }
         _ => panic!("no operation {what}"),
     }
+}
+
+#[test]
+fn a_chunk_larger_than_the_recordings_buffer_is_an_error() {
+    // perf decodes a chunk into a buffer of HEADER_COMPRESSED's mmap_len:
+    // a chunk that decodes to more (64 MiB into 16 MiB) is damage.
+    let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id())).join("chunk-over-mmap-len");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("perf.data"), generate::compressed_chunks(1, 64 << 20, 64 << 20, 16 << 20)).unwrap();
+    let (out, err, code) = run_pstitch(&dir, "");
+    assert_ne!(code, Some(0), "{err}");
+    // The records decoded before the buffer ran over are kept.
+    assert_eq!(out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(), 1, "{}", String::from_utf8_lossy(&out));
+    assert!(err.contains("offset 0x") && err.contains("chunk decompresses to more than"), "{err}");
+    eprintln!("{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Output kept where the test can read it after `script::run` took the writer.
+struct SharedOut(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedOut {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn compressed_chunks_are_decoded_in_blocks_not_held_whole() {
+    // Each 64 MiB chunk keeps one sample queued to the end: holding the
+    // chunks whole would peak at 256 MiB. Decoded in blocks of a few MiB
+    // with the queued samples copied out, the peak is that of 1 MiB chunks
+    // plus a few blocks.
+    let (c, o) = (peak_of("chunks:64"), peak_of("chunks:1"));
+    eprintln!("peak: 64 MiB chunks: {c} bytes; 1 MiB chunks: {o} bytes");
+    assert!(c <= o + (16 << 20), "64 MiB chunks peaked at {c} bytes; 1 MiB chunks at {o}");
 }
 
 #[test]
