@@ -714,11 +714,7 @@ impl<'a> Session<'a> {
     /// refuses compressed data without HEADER_COMPRESSED; pstitch reads it
     /// with a smaller bound (32 MiB).
     fn chunk_limit(&self) -> usize {
-        let max = self.limits.max_chunk_output.max(1 << 20);
-        match self.features.compressed() {
-            Some(c) => (c.mmap_len as usize).saturating_add(64 << 10).clamp(1 << 20, max),
-            None => max.min(32 << 20),
-        }
+        compressed::chunk_limit(self.features.compressed().map(|c| c.mmap_len), self.limits.max_chunk_output)
     }
 
     fn decompress(&mut self, tool: &mut dyn Tool, offset: u64, header: RecordHeader, body: &[u8]) -> Result<()> {
