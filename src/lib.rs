@@ -69,8 +69,8 @@ pub use engine::{Threads, open_input as open};
 pub use error::{Error, Result};
 pub use machine::{Comm, CpuMode, Dso, DsoId, DsoKind, Dsos, Machine, Map, MapKind, Maps, Thread};
 pub use session::{
-    Callchain, Context, DeferredEvent, Event, Limits, Progress, SampleEvent, SampleFilter, Session, SessionOptions, SideBand, Stats, StitchStats,
-    Tool,
+    Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, Limits, Progress, SampleEvent, SampleFilter, Session, SessionOptions, SideBand,
+    Stats, StitchStats, Tool, Why,
 };
 pub use symbols::demangle::{cxx as demangle_cxx, demangle};
 pub use symbols::{Addr2line, Addr2lineRecord, InlineEntry, Symbol, SymbolConfig, Symbolizer};
