@@ -52,11 +52,13 @@
 //! # Ok::<(), pstitch::Error>(())
 //! ```
 //!
-//! [`script::run`] is all of `pstitch script` as one call.
+//! [`script::run`] is all of `pstitch script` as one call; [`inject::run`]
+//! all of `pstitch inject`.
 
 mod engine;
 mod error;
 mod fasthash;
+pub mod inject;
 mod machine;
 pub mod script;
 mod session;
