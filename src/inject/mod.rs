@@ -268,7 +268,13 @@ pub fn run(mut input: Input, name: &str, config: InjectConfig, output: Output) -
                 Ok(())
             }
             Sink::Pipe(w) => {
-                let (records, left_out) = output::header_records(endian, &attrs, &feats);
+                let names: Vec<(u64, String)> = features
+                    .event_desc()
+                    .into_iter()
+                    .zip(&evlist.evsels)
+                    .filter_map(|(d, ev)| Some((*ev.ids.first().or(d.ids.first())?, d.name)))
+                    .collect();
+                let (records, left_out) = output::header_records(endian, &attrs, &names, &feats);
                 for what in left_out {
                     report.messages.push(format!("pstitch: {name}: warning: {what} does not fit a pipe-mode record; left out"));
                 }

@@ -8,9 +8,12 @@
 //! of a stream, in the order perf record sends them:
 //!
 //! ```text
-//! pipe header | HEADER_ATTR per event | HEADER_FEATURE per feature | HEADER_TRACING_DATA
-//!             | HEADER_BUILD_ID per build-id entry | the records ...
+//! pipe header | HEADER_ATTR per event | EVENT_UPDATE (name) per event | HEADER_FEATURE per feature
+//!             | HEADER_TRACING_DATA | HEADER_BUILD_ID per build-id entry | the records ...
 //! ```
+//! A stream names its events with EVENT_UPDATE records (perf reads the
+//! names from EVENT_DESC only in file mode); they are made from
+//! EVENT_DESC's names.
 //! Tracing data and build ids are not features in a stream; perf's end
 //! mark (a HEADER_FEATURE record with the writer's HEADER_LAST_FEATURE
 //! number) is left out, as the number differs between perf versions.
@@ -139,16 +142,23 @@ impl Write for Sink {
 }
 
 /// The records a stream starts with for a file-mode input's header:
-/// attrs, features (tracing data and build ids as their own records),
-/// as perf record sends them. Returns the records and the features that
-/// did not fit a record (a record's size is 16 bits).
-pub fn header_records(endian: Endian, attrs: &[AttrEntry], features: &[(u32, Vec<u8>)]) -> (Vec<u8>, Vec<String>) {
+/// attrs, event names (`names`: each event's first id and name), features
+/// (tracing data and build ids as their own records), as perf record
+/// sends them. Returns the records and what did not fit a record (a
+/// record's size is 16 bits).
+pub fn header_records(endian: Endian, attrs: &[AttrEntry], names: &[(u64, String)], features: &[(u32, Vec<u8>)]) -> (Vec<u8>, Vec<String>) {
     let mut out = writer::pipe_header(endian);
     let mut left_out = Vec::new();
     for (i, a) in attrs.iter().enumerate() {
         match writer::attr_record(endian, &a.raw, &a.ids) {
             Some(r) => out.extend(r),
             None => left_out.push(format!("event {i} ({} ids)", a.ids.len())),
+        }
+    }
+    for (id, name) in names {
+        match writer::event_name_record(endian, *id, name.as_bytes()) {
+            Some(r) => out.extend(r),
+            None => left_out.push(format!("the name of event id {id}")),
         }
     }
     for (bit, payload) in features {
@@ -169,21 +179,28 @@ pub fn header_records(endian: Endian, attrs: &[AttrEntry], features: &[(u32, Vec
     (out, left_out)
 }
 
-/// A BUILD_ID section's entries as HEADER_BUILD_ID records: the same
-/// bytes, typed (perf leaves the type 0 in files).
+/// A BUILD_ID section's entries as HEADER_BUILD_ID records: typed (perf
+/// leaves the type 0 in files), and as long as the name needs, to 8 bytes
+/// (file entries pad the name to 64 bytes, which a stream's reader
+/// refuses when the total is not a multiple of 8).
 fn build_id_records(endian: Endian, section: &[u8]) -> Vec<u8> {
+    /// header, pid, build_id[20], size, pad[3]
+    const FIXED: usize = 36;
     let mut out = Vec::with_capacity(section.len());
     let mut at = 0;
     while let Some(h) = section.get(at..).and_then(|b| RecordHeader::parse(b, endian)) {
         let size = h.size as usize;
-        if size < HEADER_SIZE || at + size > section.len() {
+        if size < FIXED || at + size > section.len() {
             break;
         }
-        let start = out.len();
-        out.extend_from_slice(&section[at..at + size]);
-        let mut t = Vec::with_capacity(4);
-        Put(endian).u32(&mut t, kind::HEADER_BUILD_ID);
-        out[start..start + 4].copy_from_slice(&t);
+        let entry = &section[at..at + size];
+        let name = perf_data::bytes::until_nul(&entry[FIXED..]);
+        let len = (FIXED + name.len() + 1).next_multiple_of(8);
+        let p = Put(endian);
+        p.header(&mut out, kind::HEADER_BUILD_ID, h.misc, len as u16);
+        out.extend_from_slice(&entry[HEADER_SIZE..FIXED]);
+        out.extend_from_slice(name);
+        out.resize(out.len() + len - FIXED - name.len(), 0);
         at += size;
     }
     out

@@ -272,6 +272,19 @@ pub fn feature_record(endian: Endian, bit: u64, payload: &[u8]) -> Option<Vec<u8
     user_record(endian, kind::HEADER_FEATURE, &[&id, payload])
 }
 
+/// EVENT_UPDATE naming an event (how a stream names its events):
+/// `{ header, u64 type = 2 (NAME), u64 id, char name[] }`, the name
+/// NUL-terminated and padded to 8 bytes.
+pub fn event_name_record(endian: Endian, id: u64, name: &[u8]) -> Option<Vec<u8>> {
+    const NAME: u64 = 2;
+    let mut head = Vec::with_capacity(16);
+    Put(endian).u64(&mut head, NAME);
+    Put(endian).u64(&mut head, id);
+    let mut padded = name.to_vec();
+    padded.resize((name.len() + 1).next_multiple_of(8), 0);
+    user_record(endian, kind::EVENT_UPDATE, &[&head, &padded])
+}
+
 /// HEADER_TRACING_DATA (pipe mode): `{ header, u32 size, u32 pad }`
 /// followed by the tracing data (outside the record's size), padded to 8
 /// bytes; `size` counts the padding, as perf writes it.
