@@ -451,3 +451,56 @@ fn has_tracing_data(stream: &[u8]) -> bool {
     }
     false
 }
+
+/// Runs the library's inject on a file, to a file; the output's bytes.
+/// `label` makes the file's name unique among the tests running at once.
+fn inject_lib(input: &Path, label: &str, config: pstitch::inject::InjectConfig) -> (Vec<u8>, pstitch::inject::InjectReport) {
+    let path = std::env::temp_dir().join(format!("pstitch-inject-lib-{}-{label}.data", std::process::id()));
+    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+    let report = pstitch::inject::run(Input::open(input).unwrap(), "test", config, pstitch::inject::Output::File(file));
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(report.ok, "{:?}", report.messages);
+    (bytes, report)
+}
+
+/// Records waiting behind a held sample go to a temporary file past the
+/// limit: the output is the same, byte for byte.
+#[test]
+fn records_spilled_behind_held_samples_come_back_in_place() {
+    for case in ["deferred-delayed", "deferred-offcpu", "deferred-cross-cpu"] {
+        let input = golden().join(case).join("perf.data");
+        let (plain, r) = inject_lib(&input, &format!("{case}-plain"), pstitch::inject::InjectConfig::default());
+        assert_eq!(r.counts.spilled, 0, "{case}");
+        assert!(r.counts.peak_waiting > 0, "{case}: nothing waited behind a held sample");
+        let (spilled, r) = inject_lib(&input, &format!("{case}-spilled"), pstitch::inject::InjectConfig { max_waiting: 64, ..Default::default() });
+        assert!(r.counts.spilled > 0, "{case}: nothing spilled");
+        assert!(plain == spilled, "{case}: spilling changed the output");
+    }
+}
+
+/// `--keep-deferred` keeps every CALLCHAIN_DEFERRED record and the defer
+/// bits, and still writes the samples merged.
+#[test]
+fn kept_deferred_records_are_all_there() {
+    use pstitch::perf_data::attr::flag;
+    for case in cases() {
+        let input = case.dir.join("perf.data");
+        let (bytes, r) = inject_lib(&input, &format!("{}-keep", case.name), pstitch::inject::InjectConfig { keep_deferred: true, ..Default::default() });
+        assert_eq!(r.counts.deferred_dropped, 0);
+        let mut out = Input::from_bytes(pstitch::perf_data::FileBytes::Owned(bytes)).unwrap();
+        let (evlist, ..) = out.take_header();
+        assert!(evlist.evsels.iter().any(|e| e.attr.has(flag::DEFER_CALLCHAIN)), "{}: defer bits", case.name);
+        let count = |input: &mut Input| {
+            let mut n = 0;
+            let mut records = input.records();
+            while let Some(rec) = records.next_record().unwrap() {
+                n += usize::from(rec.header.type_ == pstitch::perf_data::record::kind::CALLCHAIN_DEFERRED);
+            }
+            n
+        };
+        let kept = count(&mut out);
+        assert_eq!(kept as u64, r.stitch.deferred_records, "{}: deferred records kept", case.name);
+        assert_eq!(r.counts.merged + r.counts.kernel_only, r.stitch.held, "{}", case.name);
+    }
+}

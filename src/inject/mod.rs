@@ -104,6 +104,8 @@ struct Inject {
     /// The attr flags to clear.
     clear: u64,
     counts: Counts,
+    /// A stitched sample's record, the buffer reused.
+    scratch: Vec<u8>,
 }
 
 impl Inject {
@@ -192,8 +194,8 @@ impl Inject {
 impl Tool for Inject {
     fn sample(&mut self, _cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         let Some(seq) = ev.held else { return Ok(self.out.push(ev.record.bytes)?) };
-        match stitch::held_sample(ev, self.endian) {
-            Some((bytes, how)) => {
+        match stitch::held_sample(ev, self.endian, &mut self.scratch) {
+            Some(how) => {
                 match how {
                     Stitched::Merged => self.counts.merged += 1,
                     Stitched::KernelOnly => self.counts.kernel_only += 1,
@@ -202,7 +204,7 @@ impl Tool for Inject {
                         self.counts.truncated += 1;
                     }
                 }
-                self.out.fill(seq, &bytes)?;
+                self.out.fill(seq, &self.scratch)?;
             }
             None => self.out.fill(seq, ev.record.bytes)?,
         }
@@ -245,7 +247,7 @@ pub fn run(mut input: Input, name: &str, config: InjectConfig, output: Output) -
         Output::Pipe(w) => Sink::pipe(w),
     };
     let to_file = matches!(sink, Sink::File(_));
-    let mut tool = Inject { out: Reorder::new(sink, config.max_waiting), endian, keep_deferred: config.keep_deferred, clear, counts: Counts::default() };
+    let mut tool = Inject { out: Reorder::new(sink, config.max_waiting), endian, keep_deferred: config.keep_deferred, clear, counts: Counts::default(), scratch: Vec::new() };
 
     // A file-mode input's header: into the output's header, or as records.
     if let Some(info) = input.info.as_ref() {

@@ -18,9 +18,10 @@
 //! holes (position, seq), in order:  the first one stops the writing
 //! ```
 //! A hole filled while an earlier one is still open is kept until the
-//! writing reaches it.
+//! writing reaches it. Holes are numbered in the order they are made
+//! (the session numbers held samples so), which makes finding one O(1).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
@@ -36,13 +37,21 @@ pub struct Reorder<W: Write> {
     /// Bytes `head..mem_start`, at file offset `position - spill_base`.
     spill: Option<File>,
     spill_base: u64,
-    holes: VecDeque<(u64, u64)>,
-    filled: HashMap<u64, Vec<u8>>,
+    holes: VecDeque<Hole>,
     limit: usize,
     /// Most bytes that waited at once (in memory and in the file).
     pub peak_waiting: u64,
     /// Bytes that went through the spill file.
     pub spilled: u64,
+}
+
+/// A place for a record that comes later.
+struct Hole {
+    /// Stream position.
+    pos: u64,
+    seq: u64,
+    /// The record, once it came (while an earlier hole is still open).
+    filled: Option<Vec<u8>>,
 }
 
 /// Bytes copied from the spill file at a time.
@@ -59,7 +68,6 @@ impl<W: Write> Reorder<W> {
             spill: None,
             spill_base: 0,
             holes: VecDeque::new(),
-            filled: HashMap::new(),
             limit: limit.max(1),
             peak_waiting: 0,
             spilled: 0,
@@ -92,32 +100,46 @@ impl<W: Write> Reorder<W> {
     }
 
     /// Leaves a hole for the record numbered `seq`, which comes later.
+    /// Numbers must grow.
     pub fn hole(&mut self, seq: u64) {
-        self.holes.push_back((self.tail(), seq));
+        debug_assert!(self.holes.back().is_none_or(|h| h.seq < seq));
+        self.holes.push_back(Hole { pos: self.tail(), seq, filled: None });
+    }
+
+    /// Where hole `seq` is in the queue: at `seq - first` when the numbers
+    /// have no gaps, else found by a binary search.
+    fn find(&self, seq: u64) -> Option<usize> {
+        let first = self.holes.front()?.seq;
+        let i = usize::try_from(seq.checked_sub(first)?).ok()?;
+        match self.holes.get(i) {
+            Some(h) if h.seq == seq => Some(i),
+            _ => self.holes.binary_search_by_key(&seq, |h| h.seq).ok(),
+        }
     }
 
     /// The record for hole `seq`. A number without a hole is appended.
     pub fn fill(&mut self, seq: u64, bytes: &[u8]) -> io::Result<()> {
-        match self.holes.front() {
-            Some(&(pos, first)) if first == seq => {
+        match self.find(seq) {
+            Some(0) => {
+                let pos = self.holes[0].pos;
                 self.emit_to(pos)?;
                 self.out.write_all(bytes)?;
                 self.holes.pop_front();
                 self.drain()
             }
-            // Holes are in number order.
-            _ if self.holes.binary_search_by_key(&seq, |&(_, s)| s).is_ok() => {
-                self.filled.insert(seq, bytes.to_vec());
+            Some(i) => {
+                self.holes[i].filled = Some(bytes.to_vec());
                 Ok(())
             }
-            _ => self.push(bytes),
+            None => self.push(bytes),
         }
     }
 
     /// Writes everything up to the first hole still open.
     fn drain(&mut self) -> io::Result<()> {
-        while let Some(&(pos, seq)) = self.holes.front() {
-            let Some(bytes) = self.filled.remove(&seq) else { break };
+        while let Some(h) = self.holes.front_mut() {
+            let Some(bytes) = h.filled.take() else { break };
+            let pos = h.pos;
             self.emit_to(pos)?;
             self.out.write_all(&bytes)?;
             self.holes.pop_front();
@@ -182,9 +204,13 @@ impl<W: Write> Reorder<W> {
     /// Writes everything left. Holes still open (a held sample never
     /// delivered) are left out; returns how many.
     pub fn finish(&mut self) -> io::Result<usize> {
-        let open = self.holes.len();
-        for (_, seq) in std::mem::take(&mut self.holes) {
-            self.filled.remove(&seq);
+        let mut open = 0;
+        while let Some(h) = self.holes.pop_front() {
+            self.emit_to(h.pos)?;
+            match h.filled {
+                Some(bytes) => self.out.write_all(&bytes)?,
+                None => open += 1,
+            }
         }
         self.emit_to(self.tail())?;
         self.out.flush()?;
@@ -285,7 +311,10 @@ mod tests {
         r.fill(9, b"u").unwrap();
         r.hole(1);
         r.push(b"b").unwrap();
+        r.hole(3);
+        r.push(b"c").unwrap();
+        r.fill(3, b"3").unwrap();
         assert_eq!(r.finish().unwrap(), 1);
-        assert_eq!(r.out, b"ub");
+        assert_eq!(r.out, b"ub3c");
     }
 }

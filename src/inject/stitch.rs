@@ -34,46 +34,46 @@ pub enum Stitched {
 }
 
 /// The record to write for a sample the session held for its deferred
-/// callchain (`ev.held` is set), and what became of it. `None` when the
-/// record is not what the session says it is (no callchain, or one that
-/// does not lie in the record): it is written as it was.
-pub fn held_sample(ev: &SampleEvent<'_>, endian: Endian) -> Option<(Vec<u8>, Stitched)> {
+/// callchain (`ev.held` is set), into `out` (cleared first), and what
+/// became of it. `None` when the record is not what the session says it
+/// is (no callchain, or one that does not lie in the record): it is
+/// written as it was.
+pub fn held_sample(ev: &SampleEvent<'_>, endian: Endian, out: &mut Vec<u8>) -> Option<Stitched> {
     let recorded = ev.sample.callchain?;
     let n = recorded.len();
     if n < 2 {
         return None;
     }
-    let mut how = Stitched::KernelOnly;
-    let mut entries: Vec<u64> = match ev.callchain {
-        Some(Callchain::Merged(m)) if m.len() >= n - 1 && m[n - 2] == context::USER_DEFERRED => {
-            how = Stitched::Merged;
-            let mut v = m.to_vec();
-            v[n - 2] = context::USER;
-            v
-        }
-        _ => recorded.iter().take(n - 2).collect(),
-    };
     let bytes = ev.record.bytes;
     let (start, end) = callchain_span(bytes, recorded)?;
+    // The entries, the marker made USER: a merged chain holds the
+    // original entries up to the marker, then the user ips.
+    let merged = match ev.callchain {
+        Some(Callchain::Merged(m)) if m.len() >= n - 1 && m[n - 2] == context::USER_DEFERRED => Some(m),
+        _ => None,
+    };
+    let mut how = if merged.is_some() { Stitched::Merged } else { Stitched::KernelOnly };
+    let mut len = merged.map_or(n - 2, <[u64]>::len);
     // A record's size is 16 bits: cut the user part to fit.
     let room = (u16::MAX as usize & !7).checked_sub(bytes.len() - (end - start) + 8)? / 8;
-    if entries.len() > room {
-        entries.truncate(room.max(n - 1));
+    if len > room {
+        len = room.max(n - 1);
         how = Stitched::Truncated;
     }
-    let mut out = Vec::with_capacity(bytes.len() - (end - start) + 8 + entries.len() * 8);
+    out.clear();
     out.extend_from_slice(&bytes[..start]);
     let p = Put(endian);
-    p.u64(&mut out, entries.len() as u64);
-    for e in &entries {
-        p.u64(&mut out, *e);
+    p.u64(out, len as u64);
+    match merged {
+        Some(m) => m[..len].iter().enumerate().for_each(|(i, &e)| p.u64(out, if i == n - 2 { context::USER } else { e })),
+        None => recorded.iter().take(len).for_each(|e| p.u64(out, e)),
     }
     out.extend_from_slice(&bytes[end..]);
     let size = u16::try_from(out.len()).ok()?;
     let mut size_bytes = Vec::with_capacity(2);
     p.u16(&mut size_bytes, size);
     out[HEADER_SIZE - 2..HEADER_SIZE].copy_from_slice(&size_bytes);
-    Some((out, how))
+    Some(how)
 }
 
 /// Where the callchain (its `nr` and entries) lies in the record.
