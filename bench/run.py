@@ -20,7 +20,9 @@ in the same run on the same machine.
    - the recording with inline frames (the default),
    - the lagging deferred variant with --no-inline,
    - the same deferred variant without lag (pstitch only: the 1.5x lag budget),
-   and prints median wall time, the perf/pstitch ratio and peak RSS.
+   and prints median wall time, the perf/pstitch ratio and peak RSS;
+   then `pstitch inject` on the deferred variant (to a file in --workdir)
+   against `pstitch script --no-inline` on it (budget: no slower).
 4. Checks that all three printed the same output (hashes; for deferred input
    the comm of sample lines is left out of the comparison, since pstitch
    deliberately prints the comm a thread had when the sample was taken —
@@ -138,6 +140,30 @@ def output_hash(cmd, drop_comm):
     return h.hexdigest()
 
 
+def inject_line(args, deferred):
+    """`pstitch inject` on the deferred recording against `pstitch script
+    --no-inline` on it, in turn, <runs> times: the budget is no slower."""
+    out = os.path.join(args.workdir, "injected.data")
+    commands = {
+        "script --no-inline": tool_cmd("pstitch", deferred, ["--no-inline"]),
+        "inject": [BINARIES["pstitch"], "inject", "-i", deferred, "-o", out],
+    }
+    times = {k: [] for k in commands}
+    rss = {k: [] for k in commands}
+    for _ in range(args.runs):
+        for k, cmd in commands.items():
+            w, r = timed(cmd)
+            times[k].append(w)
+            rss[k].append(r)
+    ts, ti = statistics.median(times["script --no-inline"]), statistics.median(times["inject"])
+    met = ti <= ts
+    print(f"\npstitch inject on {os.path.basename(deferred)} ({os.path.getsize(out) / 1e6:.0f} MB written): {ti:.2f} s, "
+          f"{max(rss['inject']) / 1024:.0f} MB RSS; pstitch script --no-inline on it: {ts:.2f} s, "
+          f"{max(rss['script --no-inline']) / 1024:.0f} MB RSS ({ts / ti:.2f}x; budget: no slower)"
+          + ("" if met else "  (budget missed)"))
+    return met
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
@@ -145,7 +171,7 @@ def main():
     ap.add_argument("--freq", type=int, default=20000)
     ap.add_argument("--workdir", default="/tmp/pstitch-bench")
     ap.add_argument("--rerecord", action="store_true")
-    ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging")
+    ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging,inject")
     ap.add_argument("--no-pgo", action="store_true", help="measure the cargo build alone")
     ap.add_argument("--baseline", help="another pstitch binary (an earlier build) to time in the same runs and compare")
     args = ap.parse_args()
@@ -223,6 +249,8 @@ def main():
     if lag_budget is not None:
         print(f"\npstitch on the lagging variant takes {lag_budget:.2f}x the time of the same file without lag (budget 1.5x)")
         ok &= lag_budget <= 1.5
+    if not args.only or "inject" in args.only:
+        ok &= inject_line(args, deferred)
     print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
     sys.exit(0 if ok else 1)
 
