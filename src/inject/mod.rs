@@ -29,8 +29,8 @@ use std::io::Write;
 use perf_data::Input;
 use perf_data::attr::{Attr, flag};
 use perf_data::bytes::Endian;
-use perf_data::evlist::ids_after_attr;
-use perf_data::features::{event_desc_entries, feat};
+use perf_data::evlist::{Evlist, ids_after_attr};
+use perf_data::features::{Features, event_desc_entries, feat};
 use perf_data::record::{HEADER_SIZE, RecordHeader, kind};
 use perf_data::writer::{AttrEntry, clear_attr_flags};
 
@@ -133,6 +133,46 @@ impl Inject {
             }
         }
         p
+    }
+
+    /// The start of the output: a file-mode input's header goes into the
+    /// output file's header, or becomes records at the start of a stream; a
+    /// stream's header records come later, as records.
+    fn start(&mut self, input: &Input, evlist: &Evlist, features: &Features, messages: &mut Vec<String>, name: &str) -> std::io::Result<()> {
+        let Some(info) = input.info.as_ref() else {
+            return match self.out.get_mut() {
+                Sink::File(_) => Ok(()),
+                Sink::Pipe(_) => self.out.push(&perf_data::writer::pipe_header(self.endian)),
+            };
+        };
+        let bytes = input.bytes().map(|b| &b[..]).unwrap_or(&[]);
+        let attrs: Vec<AttrEntry> =
+            info.attr_ranges.iter().zip(&evlist.evsels).map(|(r, ev)| self.attr_entry(bytes.get(r.clone()).unwrap_or(&[]), ev.ids.clone())).collect();
+        let feats: Vec<(u32, Vec<u8>)> = features
+            .bits()
+            .filter(|&b| b != feat::COMPRESSED)
+            .map(|b| (b, self.feature_payload(b as u64, features.get(b).unwrap_or(&[]))))
+            .collect();
+        match self.out.get_mut() {
+            Sink::File(f) => {
+                attrs.into_iter().for_each(|a| f.add_attr(a));
+                feats.into_iter().for_each(|(b, p)| f.set_feature(b, p));
+                Ok(())
+            }
+            Sink::Pipe(w) => {
+                let names: Vec<(u64, String)> = features
+                    .event_desc()
+                    .into_iter()
+                    .zip(&evlist.evsels)
+                    .filter_map(|(d, ev)| Some((*ev.ids.first().or(d.ids.first())?, d.name)))
+                    .collect();
+                let (records, left_out) = output::header_records(self.endian, &attrs, &names, &feats);
+                for what in left_out {
+                    messages.push(format!("pstitch: {name}: warning: {what} does not fit a pipe-mode record; left out"));
+                }
+                w.write_all(&records)
+            }
+        }
     }
 
     /// A record perf writes itself, as the session consumed it.
@@ -246,52 +286,11 @@ pub fn run(mut input: Input, name: &str, config: InjectConfig, output: Output) -
         Output::File(f) => Sink::File(Box::new(FileOut::new(f, endian))),
         Output::Pipe(w) => Sink::pipe(w),
     };
-    let to_file = matches!(sink, Sink::File(_));
     let mut tool = Inject { out: Reorder::new(sink, config.max_waiting), endian, keep_deferred: config.keep_deferred, clear, counts: Counts::default(), scratch: Vec::new() };
 
-    // A file-mode input's header: into the output's header, or as records.
-    if let Some(info) = input.info.as_ref() {
-        let bytes = input.bytes().map(|b| &b[..]).unwrap_or(&[]);
-        let attrs: Vec<AttrEntry> = info
-            .attr_ranges
-            .iter()
-            .zip(&evlist.evsels)
-            .map(|(r, ev)| tool.attr_entry(bytes.get(r.clone()).unwrap_or(&[]), ev.ids.clone()))
-            .collect();
-        let feats: Vec<(u32, Vec<u8>)> = features
-            .bits()
-            .filter(|&b| b != feat::COMPRESSED)
-            .map(|b| (b, tool.feature_payload(b as u64, features.get(b).unwrap_or(&[]))))
-            .collect();
-        let started = match tool.out.get_mut() {
-            Sink::File(f) => {
-                attrs.into_iter().for_each(|a| f.add_attr(a));
-                feats.into_iter().for_each(|(b, p)| f.set_feature(b, p));
-                Ok(())
-            }
-            Sink::Pipe(w) => {
-                let names: Vec<(u64, String)> = features
-                    .event_desc()
-                    .into_iter()
-                    .zip(&evlist.evsels)
-                    .filter_map(|(d, ev)| Some((*ev.ids.first().or(d.ids.first())?, d.name)))
-                    .collect();
-                let (records, left_out) = output::header_records(endian, &attrs, &names, &feats);
-                for what in left_out {
-                    report.messages.push(format!("pstitch: {name}: warning: {what} does not fit a pipe-mode record; left out"));
-                }
-                w.write_all(&records)
-            }
-        };
-        if let Err(e) = started {
-            report.messages.push(format!("pstitch: writing output: {e}"));
-            return report;
-        }
-    } else if !to_file {
-        if let Err(e) = tool.out.push(&perf_data::writer::pipe_header(endian)) {
-            report.messages.push(format!("pstitch: writing output: {e}"));
-            return report;
-        }
+    if let Err(e) = tool.start(&input, &evlist, &features, &mut report.messages, name) {
+        report.messages.push(format!("pstitch: writing output: {e}"));
+        return report;
     }
 
     let pipe = input.pipe;
