@@ -8,7 +8,8 @@
 //!   checked: no CALLCHAIN_DEFERRED record, no `defer_` bit, every sample
 //!   block of perf-ref on the deferred original (order and the comm aside;
 //!   the cookie frame gone from the samples whose user stack never came),
-//!   and the same report as for the recording the case was made from.
+//!   the same report as for the recording the case was made from, and (by
+//!   dso and symbol) as for the deferred recording.
 //! - host perf 6.1 (`/usr/bin/perf`, Debian bookworm's linux-perf, which
 //!   knows no deferred callchains; `.ci/run` installs it): `perf script`
 //!   on the injected file prints, sample by sample, what it prints for the
@@ -320,6 +321,20 @@ fn perf_ref_reports_as_for_the_original_recording() {
         assert_eq!(samples(&a), samples(&b), "{}: report sample counts", case.name);
         let (ra, rb) = (rows(a), rows(b));
         assert!(!ra.is_empty() && ra.is_subset(&rb), "{}: report entries not in the original's: {:?}", case.name, ra.difference(&rb).collect::<Vec<_>>());
+    }
+}
+
+/// perf 7.2 stitches the deferred recording itself: its report of it and
+/// of the injected file (keyed by dso and symbol, as it shows a held
+/// sample's thread with the comm it has later) are the same.
+#[test]
+fn perf_ref_reports_as_for_the_deferred_recording() {
+    let without_tips = |s: String| s.lines().filter(|l| !l.starts_with("# (Tip:")).collect::<Vec<_>>().join("\n");
+    for case in cases() {
+        let injected = without_tips(read(&case, "report-dso-sym.out"));
+        let deferred = without_tips(read(&case, "report-dso-sym-deferred.out"));
+        assert!(injected.contains("# Samples:") && injected.contains("%  "), "{}: no report", case.name);
+        assert_eq!(injected, deferred, "{}: perf-ref report --sort dso,sym differs from the deferred recording's", case.name);
     }
 }
 
