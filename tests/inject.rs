@@ -480,17 +480,22 @@ fn inject_lib(input: &Path, label: &str, config: pstitch::inject::InjectConfig) 
 }
 
 /// Records waiting behind a held sample go to a temporary file past the
-/// limit: the output is the same, byte for byte.
+/// limit (with the held samples filled meanwhile spliced in): the output is
+/// the same, byte for byte, whatever the limit.
 #[test]
 fn records_spilled_behind_held_samples_come_back_in_place() {
-    for case in ["deferred-delayed", "deferred-offcpu", "deferred-cross-cpu"] {
-        let input = golden().join(case).join("perf.data");
-        let (plain, r) = inject_lib(&input, &format!("{case}-plain"), pstitch::inject::InjectConfig::default());
-        assert_eq!(r.counts.spilled, 0, "{case}");
-        assert!(r.counts.peak_waiting > 0, "{case}: nothing waited behind a held sample");
-        let (spilled, r) = inject_lib(&input, &format!("{case}-spilled"), pstitch::inject::InjectConfig { max_waiting: 64, ..Default::default() });
-        assert!(r.counts.spilled > 0, "{case}: nothing spilled");
-        assert!(plain == spilled, "{case}: spilling changed the output");
+    for case in cases() {
+        let input = case.dir.join("perf.data");
+        let name = &case.name;
+        let (plain, r) = inject_lib(&input, &format!("{name}-plain"), pstitch::inject::InjectConfig::default());
+        assert_eq!(r.counts.spilled, 0, "{name}");
+        assert!(r.counts.peak_waiting > 0, "{name}: nothing waited behind a held sample");
+        for limit in [64, 1000, 20_000] {
+            let config = pstitch::inject::InjectConfig { max_waiting: limit, ..Default::default() };
+            let (spilled, r) = inject_lib(&input, &format!("{name}-spilled-{limit}"), config);
+            assert!(r.counts.spilled > 0 || r.counts.peak_waiting <= limit as u64, "{name}: nothing spilled past {limit}");
+            assert!(plain == spilled, "{name}: spilling past {limit} bytes changed the output");
+        }
     }
 }
 

@@ -47,14 +47,16 @@ pub struct InjectConfig {
     /// for readers that understand them.
     pub keep_deferred: bool,
     /// Most bytes of records that wait in memory behind a held sample
-    /// before they go to a temporary file.
+    /// before they go to a temporary file (16 MiB: spilling costs little
+    /// next to the writing, and a sample held to the end of the input keeps
+    /// nearly everything waiting).
     pub max_waiting: usize,
     pub limits: Limits,
 }
 
 impl Default for InjectConfig {
     fn default() -> Self {
-        InjectConfig { keep_deferred: false, max_waiting: 256 << 20, limits: Limits::default() }
+        InjectConfig { keep_deferred: false, max_waiting: 16 << 20, limits: Limits::default() }
     }
 }
 

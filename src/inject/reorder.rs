@@ -18,7 +18,14 @@
 //! holes (position, seq), in order:  the first one stops the writing
 //! ```
 //! A hole filled while an earlier one is still open is kept until the
-//! writing reaches it. Holes are numbered in the order they are made
+//! writing reaches it; such records count as waiting too. Past the limit,
+//! the waiting bytes go to the spill file with the filled holes among them
+//! spliced in (only open holes stay listed), and records of holes further
+//! back (already in the file) go to a second temporary file (read back in
+//! hole order through a buffer). A sample held to the end of the input
+//! (its thread never returned to user space) keeps the first hole open all
+//! along, and behind it most records may be held samples filled in time:
+//! without the splicing, their holes alone would grow with the file. Holes are numbered in the order they are made
 //! (the session numbers held samples so), which makes finding one O(1).
 
 use std::collections::VecDeque;
@@ -38,6 +45,15 @@ pub struct Reorder<W: Write> {
     spill: Option<File>,
     spill_base: u64,
     holes: VecDeque<Hole>,
+    /// Records of filled holes that wait: in memory, and in all.
+    filled_mem: usize,
+    filled_waiting: u64,
+    /// Filled records moved out of memory, and its length.
+    filled_file: Option<File>,
+    filled_file_len: u64,
+    /// A piece of `filled_file` read back: its bytes from `read_at` on.
+    read_buf: Vec<u8>,
+    read_at: u64,
     limit: usize,
     /// Most bytes that waited at once (in memory and in the file).
     pub peak_waiting: u64,
@@ -51,7 +67,14 @@ struct Hole {
     pos: u64,
     seq: u64,
     /// The record, once it came (while an earlier hole is still open).
-    filled: Option<Vec<u8>>,
+    filled: Option<Filled>,
+}
+
+/// Where a filled hole's record waits.
+enum Filled {
+    Mem(Vec<u8>),
+    /// In `filled_file`.
+    Spilled { at: u64, len: usize },
 }
 
 /// Bytes copied from the spill file at a time.
@@ -68,6 +91,12 @@ impl<W: Write> Reorder<W> {
             spill: None,
             spill_base: 0,
             holes: VecDeque::new(),
+            filled_mem: 0,
+            filled_waiting: 0,
+            filled_file: None,
+            filled_file_len: 0,
+            read_buf: Vec::new(),
+            read_at: 0,
             limit: limit.max(1),
             peak_waiting: 0,
             spilled: 0,
@@ -92,9 +121,17 @@ impl<W: Write> Reorder<W> {
             return self.out.write_all(bytes);
         }
         self.mem.extend_from_slice(bytes);
-        self.peak_waiting = self.peak_waiting.max(self.tail() - self.head);
-        if self.mem.len() > self.limit {
-            self.spill_mem()?;
+        self.waited()
+    }
+
+    /// Accounts for what waits; spills past the limit.
+    fn waited(&mut self) -> io::Result<()> {
+        self.peak_waiting = self.peak_waiting.max(self.tail() - self.head + self.filled_waiting);
+        if self.mem.len() + self.filled_mem > self.limit {
+            if !self.mem.is_empty() {
+                self.spill_mem()?;
+            }
+            self.spill_filled()?;
         }
         Ok(())
     }
@@ -128,8 +165,10 @@ impl<W: Write> Reorder<W> {
                 self.drain()
             }
             Some(i) => {
-                self.holes[i].filled = Some(bytes.to_vec());
-                Ok(())
+                self.holes[i].filled = Some(Filled::Mem(bytes.to_vec()));
+                self.filled_mem += bytes.len();
+                self.filled_waiting += bytes.len() as u64;
+                self.waited()
             }
             None => self.push(bytes),
         }
@@ -138,15 +177,79 @@ impl<W: Write> Reorder<W> {
     /// Writes everything up to the first hole still open.
     fn drain(&mut self) -> io::Result<()> {
         while let Some(h) = self.holes.front_mut() {
-            let Some(bytes) = h.filled.take() else { break };
+            let Some(filled) = h.filled.take() else { break };
             let pos = h.pos;
             self.emit_to(pos)?;
-            self.out.write_all(&bytes)?;
+            self.write_filled(filled)?;
             self.holes.pop_front();
         }
         if self.holes.is_empty() {
             self.emit_to(self.tail())?;
+            self.filled_file_empty()?;
         }
+        Ok(())
+    }
+
+    /// Writes a filled hole's record.
+    fn write_filled(&mut self, filled: Filled) -> io::Result<()> {
+        match filled {
+            Filled::Mem(bytes) => {
+                self.filled_mem -= bytes.len();
+                self.filled_waiting -= bytes.len() as u64;
+                self.out.write_all(&bytes)
+            }
+            Filled::Spilled { at, len } => {
+                let end = at + len as u64;
+                if at < self.read_at || end > self.read_at + self.read_buf.len() as u64 {
+                    // Read on from here: the next records are mostly next.
+                    let file = self.filled_file.as_ref().expect("spilled records are in the file");
+                    let n = len.max(COPY_CHUNK).min((self.filled_file_len - at) as usize);
+                    self.read_buf.resize(n, 0);
+                    file.read_exact_at(&mut self.read_buf, at)?;
+                    self.read_at = at;
+                }
+                self.filled_waiting -= len as u64;
+                let from = (at - self.read_at) as usize;
+                self.out.write_all(&self.read_buf[from..from + len])
+            }
+        }
+    }
+
+    /// No filled record waits any more: the file starts over.
+    fn filled_file_empty(&mut self) -> io::Result<()> {
+        if let Some(f) = &self.filled_file
+            && self.filled_file_len > 0
+        {
+            f.set_len(0)?;
+            self.filled_file_len = 0;
+            self.read_buf.clear();
+            self.read_at = 0;
+        }
+        Ok(())
+    }
+
+    /// Moves the filled records waiting in memory to the end of their file.
+    fn spill_filled(&mut self) -> io::Result<()> {
+        if self.filled_mem == 0 {
+            return Ok(());
+        }
+        if self.filled_file.is_none() {
+            self.filled_file = Some(spill_file()?);
+        }
+        let file = self.filled_file.as_ref().expect("just made");
+        let mut batch = Vec::with_capacity(self.filled_mem);
+        let start = self.filled_file_len;
+        for h in self.holes.iter_mut() {
+            if let Some(Filled::Mem(bytes)) = &h.filled {
+                let at = start + batch.len() as u64;
+                batch.extend_from_slice(bytes);
+                h.filled = Some(Filled::Spilled { at, len: bytes.len() });
+            }
+        }
+        file.write_all_at(&batch, start)?;
+        self.filled_file_len += batch.len() as u64;
+        self.spilled += batch.len() as u64;
+        self.filled_mem = 0;
         Ok(())
     }
 
@@ -184,19 +287,49 @@ impl<W: Write> Reorder<W> {
         Ok(())
     }
 
-    /// Moves the bytes waiting in memory to the end of the spill file.
+    /// Moves the bytes waiting in memory to the end of the spill file, with
+    /// the records of the holes among them that were filled meanwhile
+    /// spliced into their places: those holes are gone, and the positions
+    /// of the open ones after them move on by the bytes put in. (So behind
+    /// a hole open for long only the open holes stay listed, as many as
+    /// samples are held.)
     fn spill_mem(&mut self) -> io::Result<()> {
         if self.spill.is_none() {
             self.spill = Some(spill_file()?);
             self.spill_base = self.mem_start.min(self.head);
         }
-        let file = self.spill.as_ref().expect("just made");
         // Bytes of `mem` already written (before `head`) are not kept.
         let skip = self.head.saturating_sub(self.mem_start) as usize;
-        let at = self.mem_start + skip as u64;
-        file.write_all_at(&self.mem[skip..], at - self.spill_base)?;
-        self.spilled += (self.mem.len() - skip) as u64;
-        self.mem_start = self.tail();
+        let start = self.mem_start + skip as u64;
+        let mut chunk = Vec::with_capacity(self.mem.len() - skip + self.filled_mem);
+        let (mem, mem_start) = (&self.mem, self.mem_start);
+        let (mut copied, mut inserted) = (skip, 0u64);
+        self.holes.retain_mut(|h| {
+            if h.pos < start {
+                return true;
+            }
+            let upto = (h.pos - mem_start) as usize;
+            chunk.extend_from_slice(&mem[copied..upto]);
+            copied = upto;
+            match &h.filled {
+                Some(Filled::Mem(bytes)) => {
+                    chunk.extend_from_slice(bytes);
+                    inserted += bytes.len() as u64;
+                    false
+                }
+                _ => {
+                    h.pos += inserted;
+                    true
+                }
+            }
+        });
+        chunk.extend_from_slice(&mem[copied..]);
+        self.filled_mem -= inserted as usize;
+        self.filled_waiting -= inserted;
+        let file = self.spill.as_ref().expect("just made");
+        file.write_all_at(&chunk, start - self.spill_base)?;
+        self.spilled += chunk.len() as u64;
+        self.mem_start = start + chunk.len() as u64;
         self.mem.clear();
         Ok(())
     }
@@ -208,7 +341,7 @@ impl<W: Write> Reorder<W> {
         while let Some(h) = self.holes.pop_front() {
             self.emit_to(h.pos)?;
             match h.filled {
-                Some(bytes) => self.out.write_all(&bytes)?,
+                Some(filled) => self.write_filled(filled)?,
                 None => open += 1,
             }
         }
@@ -303,6 +436,32 @@ mod tests {
         r.fill(1, b"I").unwrap();
         assert_eq!(&r.out[100_002..100_003], b"I");
         assert_eq!(r.out.len(), 100_002 + 1 + 2000);
+    }
+
+    /// Behind a hole open to the end, the records are mostly held samples
+    /// filled in time: they wait within the limit too.
+    #[test]
+    fn filled_records_behind_an_open_hole_stay_within_the_limit() {
+        let mut r = Reorder::new(Vec::new(), 1000);
+        r.hole(0);
+        let mut want = Vec::new();
+        for i in 1..5000u64 {
+            r.hole(i);
+            r.push(b"s").unwrap();
+            r.fill(i, &[b'a' + (i % 26) as u8; 9]).unwrap();
+            want.extend_from_slice(&[b'a' + (i % 26) as u8; 9]);
+            want.push(b's');
+            assert!(r.mem.len() + r.filled_mem <= 1010, "{} in memory", r.mem.len() + r.filled_mem);
+        }
+        assert!(r.out.is_empty());
+        assert!(r.spilled >= 45_000);
+        // Only the open hole is still listed (and the few filled since the
+        // last spill).
+        assert!(r.holes.len() < 200, "{} holes listed", r.holes.len());
+        assert_eq!(r.peak_waiting, 4999 * 10);
+        assert_eq!(r.finish().unwrap(), 1);
+        assert_eq!(r.out, want);
+        assert_eq!(r.filled_waiting, 0);
     }
 
     #[test]
