@@ -21,13 +21,15 @@
 //!   samples with user stacks as the original minus those perf-ref left
 //!   unmerged.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use pstitch::perf_data::Input;
-use pstitch::{Context, DeferredEvent, SampleEvent, Session, SessionOptions, Tool};
+use pstitch::{Context, DeferredEvent, SampleEvent, Tool};
 
 /// (tid, time in ns as `s.nnnnnnnnn`).
 type Key = (i64, String);
@@ -134,14 +136,8 @@ fn ns(t: u64) -> String {
 }
 
 fn cookies(perf_data: &Path) -> Cookies {
-    let mut input = Input::open(perf_data).expect("open");
-    let (evlist, features, _) = input.take_header();
-    let pipe = input.pipe;
-    let options = SessionOptions { no_merge_callchains: true, ..Default::default() };
-    let mut session = Session::new(input.records(), evlist, features, pipe, options);
     let mut c = Cookies::default();
-    session.run(&mut c).expect("read");
-    c.lost = session.stats.nr_lost_records > 0;
+    c.lost = common::read_unmerged(perf_data, &mut c).nr_lost_records > 0;
     c
 }
 

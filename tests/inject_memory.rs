@@ -130,7 +130,7 @@ fn recording(samples: usize, pipe: bool) -> Vec<u8> {
 
     for i in 0..samples {
         let tid = PID + (i as u32 % THREADS);
-        let kernel = (i / THREADS as usize) % 2 == 0;
+        let kernel = (i / THREADS as usize).is_multiple_of(2);
         let user: Vec<u64> = (0..3 + (i % 5) as u64).map(|d| MAP_BASE + 0x1000 + ((i as u64 * 7 + d * 64) % 0x8000)).collect();
         let mut chain = Vec::new();
         if kernel {
