@@ -578,3 +578,23 @@ fn records_are_in_time_order_within_rounds() {
     // (held samples, records written out of order across CPUs) have it.
     assert!(before > 0, "no record out of time order in the deferred recordings");
 }
+
+/// A PERF_SAMPLE_READ sample goes out once, as recorded (the session
+/// splits it into its counters for `script`, as perf does, not for inject).
+#[test]
+fn read_group_samples_are_written_once() {
+    let input = golden().join("group-read").join("perf.data");
+    let count = |bytes: Vec<u8>| {
+        let mut i = Input::from_bytes(pstitch::perf_data::FileBytes::Owned(bytes)).unwrap();
+        let mut records = i.records();
+        let mut n = 0;
+        while let Some(r) = records.next_record().unwrap() {
+            n += usize::from(r.header.type_ == pstitch::perf_data::record::kind::SAMPLE);
+        }
+        n
+    };
+    let (out, _) = inject_lib(&input, "group-read", Default::default());
+    let (want, got) = (count(std::fs::read(&input).unwrap()), count(out));
+    assert!(want > 0);
+    assert_eq!(got, want, "samples written");
+}

@@ -296,7 +296,9 @@ pub fn run(mut input: Input, name: &str, config: InjectConfig, output: Output) -
     }
 
     let pipe = input.pipe;
-    let options = SessionOptions { limits: config.limits, ..Default::default() };
+    // Every record once, as it was (a PERF_SAMPLE_READ sample is not split
+    // into its counters).
+    let options = SessionOptions { limits: config.limits, whole_read_samples: true, ..Default::default() };
     let mut session = Session::new(input.records(), evlist, features, pipe, options);
     let result = session.run(&mut tool);
     report.stats = session.stats.clone();
