@@ -20,7 +20,10 @@ in the same run on the same machine.
    - the recording with inline frames (the default),
    - the lagging deferred variant with --no-inline,
    - the same deferred variant without lag (pstitch only: the 1.5x lag budget),
-   and prints median wall time, the perf/pstitch ratio and peak RSS.
+   and prints median wall time, the perf/pstitch ratio and peak RSS;
+   then `pstitch inject` on the deferred variant (to a file in --workdir)
+   against `pstitch script --no-inline` on it (budget: no slower), and
+   inject from a pipe-mode copy of it on standard input (its peak RSS).
 4. Checks that all three printed the same output (hashes; for deferred input
    the comm of sample lines is left out of the comparison, since pstitch
    deliberately prints the comm a thread had when the sample was taken —
@@ -106,12 +109,22 @@ def tool_cmd(tool, path, extra):
 SETTLE = 3.0
 
 
-def timed(cmd):
-    """Wall seconds and peak RSS (KiB) of one run, output discarded."""
+def timed(cmd, stdin=None):
+    """Wall seconds and peak RSS (KiB) of one run, output discarded;
+    `stdin`: a file to read standard input from."""
+    wall, rss, _ = timed_cpu(cmd, stdin)
+    return wall, rss
+
+
+def timed_cpu(cmd, stdin=None):
+    """`timed`, and the CPU seconds (user + system) the run took."""
     time.sleep(SETTLE)
+    src = open(stdin, "rb") if stdin else subprocess.DEVNULL
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    p = subprocess.Popen(cmd, stdin=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"))
+    if stdin:
+        src.close()
     # wait4 gives the child's peak RSS (and its waited-for descendants',
     # as in perf-ref's chroot) as GNU time does, without a process between.
     _, status, usage = os.wait4(p.pid, 0)
@@ -119,7 +132,7 @@ def timed(cmd):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise subprocess.CalledProcessError(p.returncode, cmd)
-    return wall, usage.ru_maxrss
+    return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def output_hash(cmd, drop_comm):
@@ -138,6 +151,49 @@ def output_hash(cmd, drop_comm):
     return h.hexdigest()
 
 
+def inject_line(args, deferred):
+    """`pstitch inject` on the deferred recording against `pstitch script
+    --no-inline` on it, in turn, <runs> times: the budget is no slower.
+    Also inject from a pipe-mode copy of it on standard input (a stream: its
+    peak RSS is memory the process holds, where a mapped file's pages count
+    once touched)."""
+    out = os.path.join(args.workdir, "injected.data")
+    # The deferred recording as a stream: the original in pipe mode (inject
+    # passes a recording without deferred callchains through), deferred.
+    stream = os.path.join(args.workdir, "deferred.pipe")
+    if not os.path.exists(stream):
+        big_pipe = os.path.join(args.workdir, "big.pipe")
+        sh(f"{BINARIES['cargo']} inject -i {os.path.join(args.workdir, 'big.data')} -o - > {big_pipe}")
+        sh([os.path.join(ROOT, "target/release/pstitch-defer"), big_pipe, stream])
+        os.remove(big_pipe)
+    commands = {
+        "script --no-inline": (tool_cmd("pstitch", deferred, ["--no-inline"]), None),
+        "inject": ([BINARIES["pstitch"], "inject", "-i", deferred, "-o", out], None),
+        "inject from a stream": ([BINARIES["pstitch"], "inject", "-i", "-", "-o", out], stream),
+    }
+    times = {k: [] for k in commands}
+    rss = {k: [] for k in commands}
+    cpu = {k: [] for k in commands}
+    for _ in range(args.runs):
+        for k, (cmd, stdin) in commands.items():
+            w, r, c = timed_cpu(cmd, stdin)
+            times[k].append(w)
+            rss[k].append(r)
+            cpu[k].append(c)
+    ts, ti = statistics.median(times["script --no-inline"]), statistics.median(times["inject"])
+    met = ti <= ts
+    print(f"\npstitch inject on {os.path.basename(deferred)} ({os.path.getsize(out) / 1e6:.0f} MB written): {ti:.2f} s, "
+          f"{max(rss['inject']) / 1024:.0f} MB RSS; pstitch script --no-inline on it: {ts:.2f} s, "
+          f"{max(rss['script --no-inline']) / 1024:.0f} MB RSS ({ts / ti:.2f}x; budget: no slower)"
+          + ("" if met else "  (budget missed)"))
+    print(f"CPU time (user + system), medians: inject {statistics.median(cpu['inject']):.2f} s, "
+          f"script --no-inline {statistics.median(cpu['script --no-inline']):.2f} s")
+    tp = statistics.median(times["inject from a stream"])
+    print(f"pstitch inject from a stream ({os.path.getsize(stream) / 1e6:.0f} MB on standard input): {tp:.2f} s, "
+          f"{max(rss['inject from a stream']) / 1024:.0f} MB RSS")
+    return met
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
@@ -145,7 +201,7 @@ def main():
     ap.add_argument("--freq", type=int, default=20000)
     ap.add_argument("--workdir", default="/tmp/pstitch-bench")
     ap.add_argument("--rerecord", action="store_true")
-    ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging")
+    ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging,inject")
     ap.add_argument("--no-pgo", action="store_true", help="measure the cargo build alone")
     ap.add_argument("--baseline", help="another pstitch binary (an earlier build) to time in the same runs and compare")
     args = ap.parse_args()
@@ -223,6 +279,8 @@ def main():
     if lag_budget is not None:
         print(f"\npstitch on the lagging variant takes {lag_budget:.2f}x the time of the same file without lag (budget 1.5x)")
         ok &= lag_budget <= 1.5
+    if not args.only or "inject" in args.only:
+        ok &= inject_line(args, deferred)
     print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
     sys.exit(0 if ok else 1)
 

@@ -35,6 +35,9 @@ pub struct Cli {
 pub enum Command {
     /// Print the samples of a perf.data file as `perf script` does.
     Script(Box<ScriptArgs>),
+    /// Write a recording with deferred user callchains as an ordinary
+    /// perf.data: each sample with its whole callchain.
+    Inject(InjectArgs),
     /// Print a shell completion script (bash, zsh or fish) to standard output.
     Completions {
         #[arg(value_enum)]
@@ -170,6 +173,30 @@ pub struct ScriptArgs {
     pub verbose: u8,
 }
 
+/// `pstitch inject` options.
+#[derive(Args, Debug, Default)]
+pub struct InjectArgs {
+    /// Input file; `-` reads a pipe. Default: standard input if it is a
+    /// pipe, else ./perf.data.
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// Output file (file mode); `-` writes a pipe-mode stream to standard
+    /// output (the default).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    pub output: PathBuf,
+
+    /// Keep the CALLCHAIN_DEFERRED records (and the events'
+    /// defer_callchain/defer_output bits), for readers that understand
+    /// them.
+    #[arg(long = "keep-deferred")]
+    pub keep_deferred: bool,
+
+    /// Say more on standard error.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
 /// Exit codes: everything was read (warnings may have been printed).
 pub const EXIT_OK: u8 = 0;
 /// The input could not be read completely: it could not be opened, its
@@ -184,6 +211,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Script(args) => ExitCode::from(run_script(&args)),
+        Command::Inject(args) => ExitCode::from(run_inject(&args)),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -395,3 +423,52 @@ fn run_script(args: &ScriptArgs) -> u8 {
         Outcome::Failed => EXIT_DAMAGED,
     }
 }
+
+/// `pstitch inject`: reads the input, writes the output; messages go to
+/// standard error. Returns the exit code.
+fn run_inject(args: &InjectArgs) -> u8 {
+    use pstitch::inject::{self, InjectConfig, Output};
+    use std::io::IsTerminal;
+    let path = args.input.clone().unwrap_or_else(default_input);
+    let name = path.display().to_string();
+    let output = if args.output == std::path::Path::new("-") {
+        if std::io::stdout().is_terminal() {
+            say!("pstitch inject: standard output is a terminal; name an output file with -o FILE or redirect it");
+            return EXIT_USAGE;
+        }
+        Output::Pipe(Box::new(std::io::stdout()))
+    } else {
+        if std::fs::canonicalize(&args.output).ok().is_some_and(|o| std::fs::canonicalize(&path).ok() == Some(o)) {
+            say!("pstitch inject: the output {} is the input", args.output.display());
+            return EXIT_USAGE;
+        }
+        match std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&args.output) {
+            Ok(f) => Output::File(f),
+            Err(e) => {
+                say!("pstitch: {}: {e}", args.output.display());
+                return EXIT_DAMAGED;
+            }
+        }
+    };
+    let input = match pstitch::open(&path, Threads::from_env()) {
+        Ok(i) => i,
+        Err(e) => {
+            say!("pstitch: {name}: {e}");
+            return EXIT_DAMAGED;
+        }
+    };
+    let config = InjectConfig { keep_deferred: args.keep_deferred, ..Default::default() };
+    let report = inject::run(input, &name, config, output);
+    for m in &report.messages {
+        say!("{m}");
+    }
+    if args.verbose > 0 {
+        let (c, st) = (&report.counts, &report.stitch);
+        say!(
+            "pstitch: {name}: {} samples held, {} merged, {} kernel part only; {} deferred records ({} left out); at most {} bytes waited behind held samples, {} went through a temporary file",
+            st.held, c.merged, c.kernel_only, st.deferred_records, c.deferred_dropped, c.peak_waiting, c.spilled
+        );
+    }
+    if report.ok { EXIT_OK } else { EXIT_DAMAGED }
+}
+

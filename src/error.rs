@@ -26,6 +26,13 @@ impl Error {
     }
 }
 
+/// A tool's writes fail as output errors.
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Output(e)
+    }
+}
+
 impl From<perf_data::Error> for Error {
     fn from(e: perf_data::Error) -> Error {
         Error::Input(e)

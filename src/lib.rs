@@ -52,11 +52,13 @@
 //! # Ok::<(), pstitch::Error>(())
 //! ```
 //!
-//! [`script::run`] is all of `pstitch script` as one call.
+//! [`script::run`] is all of `pstitch script` as one call; [`inject::run`]
+//! all of `pstitch inject`.
 
 mod engine;
 mod error;
 mod fasthash;
+pub mod inject;
 mod machine;
 pub mod script;
 mod session;
@@ -69,8 +71,8 @@ pub use engine::{Threads, open_input as open};
 pub use error::{Error, Result};
 pub use machine::{Comm, CpuMode, Dso, DsoId, DsoKind, Dsos, Machine, Map, MapKind, Maps, Thread};
 pub use session::{
-    Callchain, Context, DeferredEvent, Event, Limits, Progress, SampleEvent, SampleFilter, Session, SessionOptions, SideBand, Stats, StitchStats,
-    Tool,
+    Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, Limits, Progress, SampleEvent, SampleFilter, Session, SessionOptions, SideBand,
+    Stats, StitchStats, Tool, Why,
 };
 pub use symbols::demangle::{cxx as demangle_cxx, demangle};
 pub use symbols::{Addr2line, Addr2lineRecord, InlineEntry, Symbol, SymbolConfig, Symbolizer};

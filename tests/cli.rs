@@ -108,7 +108,7 @@ fn progress_only_when_stderr_is_a_terminal_and_stdout_is_not() {
 #[test]
 fn man_pages_render_and_document_every_option() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for page in ["man/pstitch.1", "man/pstitch-script.1"] {
+    for page in ["man/pstitch.1", "man/pstitch-script.1", "man/pstitch-inject.1"] {
         let out = Command::new("man")
             .args(["-l", "--warnings"])
             .arg(root.join(page))
@@ -120,20 +120,22 @@ fn man_pages_render_and_document_every_option() {
         assert!(out.stdout.len() > 1000, "{page}: rendered nearly nothing");
         assert!(out.stderr.is_empty(), "{page}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    // Every long option of `pstitch script` is in its man page.
-    let help = String::from_utf8(pstitch().args(["script", "--help"]).output().unwrap().stdout).unwrap();
-    let page = std::fs::read_to_string(root.join("man/pstitch-script.1")).unwrap().replace("\\-", "-");
-    let options: Vec<&str> = help
-        .split_whitespace()
-        .filter(|w| w.starts_with("--") && w.len() > 2)
-        .map(|w| w.trim_end_matches([',', '.', ':', ')']).split('=').next().unwrap().split('<').next().unwrap())
-        .collect();
-    assert!(options.len() > 15);
-    for o in options {
-        if o == "--help" {
-            continue;
+    // Every long option of each command is in its man page.
+    for (command, least) in [("script", 15), ("inject", 4)] {
+        let help = String::from_utf8(pstitch().args([command, "--help"]).output().unwrap().stdout).unwrap();
+        let page = std::fs::read_to_string(root.join(format!("man/pstitch-{command}.1"))).unwrap().replace("\\-", "-");
+        let options: Vec<&str> = help
+            .split_whitespace()
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .map(|w| w.trim_end_matches([',', '.', ':', ')']).split('=').next().unwrap().split('<').next().unwrap())
+            .collect();
+        assert!(options.len() >= least, "{command}: {options:?}");
+        for o in options {
+            if o == "--help" {
+                continue;
+            }
+            assert!(page.contains(o), "{o} is not documented in man/pstitch-{command}.1");
         }
-        assert!(page.contains(o), "{o} is not documented in man/pstitch-script.1");
     }
 }
 

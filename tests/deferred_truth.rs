@@ -18,9 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pstitch::perf_data::Input;
 use pstitch::Result;
-use pstitch::{Context, DeferredEvent, SampleEvent, Session, SessionOptions, Tool};
+use pstitch::{Context, DeferredEvent, SampleEvent, Tool};
 
 type Key = (i64, String);
 
@@ -60,13 +59,8 @@ impl Tool for Cookies {
 }
 
 fn cookies(perf_data: &Path) -> Cookies {
-    let mut input = Input::open(perf_data).expect("open");
-    let (evlist, features, _) = input.take_header();
-    let pipe = input.pipe;
-    let options = SessionOptions { no_merge_callchains: true, ..Default::default() };
-    let mut session = Session::new(input.records(), evlist, features, pipe, options);
     let mut c = Cookies::default();
-    session.run(&mut c).expect("read");
+    common::read_unmerged(perf_data, &mut c);
     c
 }
 

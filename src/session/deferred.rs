@@ -58,7 +58,8 @@ pub struct Stitcher {
 }
 
 impl Stitcher {
-    pub fn hold(&mut self, tid: i32, offset: u64, evsel: u32, bytes: &[u8], comm: Comm, cookie: u64) {
+    /// Holds a sample; returns its number (arrival order, from 0).
+    pub fn hold(&mut self, tid: i32, offset: u64, evsel: u32, bytes: &[u8], comm: Comm, cookie: u64) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.held_now += 1;
@@ -66,6 +67,7 @@ impl Stitcher {
         self.stats.held += 1;
         self.stats.peak_held = self.stats.peak_held.max(self.held_now);
         self.by_tid.entry(tid).or_default().push_back(HeldSample { seq, offset, evsel, bytes: bytes.into(), comm, cookie });
+        seq
     }
 
     /// Takes all samples held for `tid`, oldest first, and accounts for a

@@ -39,7 +39,7 @@ use perf_data::{RawRecord, RecordSource};
 
 pub use deferred::StitchStats;
 pub use filter::SampleFilter;
-pub use tool::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
+pub use tool::{Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, SampleEvent, SideBand, Tool, Why};
 
 use deferred::{HeldSample, Stitcher};
 use ordered::{OrderedEvents, Queued, RecordBytes};
@@ -132,6 +132,10 @@ pub struct SessionOptions {
     /// Deliver deferred user callchains as separate events instead of
     /// merging them into their samples (`--no-merge-callchains`).
     pub no_merge_callchains: bool,
+    /// Deliver a PERF_SAMPLE_READ sample once, as recorded, instead of one
+    /// sample per counter that moved (perf's way, which `pstitch script`
+    /// follows): for a tool that writes each record back (inject).
+    pub whole_read_samples: bool,
     pub filter: SampleFilter,
     pub limits: Limits,
 }
@@ -199,7 +203,7 @@ impl<'a> Session<'a> {
             filter: options.filter,
             stitcher: Stitcher::default(),
             merged: Vec::new(),
-            read_values: ReadValuesSeen::default(),
+            read_values: ReadValuesSeen { whole: options.whole_read_samples, ..Default::default() },
             endian,
             source,
             queue: OrderedEvents::default(),
@@ -319,7 +323,7 @@ impl<'a> Session<'a> {
         if t >= kind::HEADER_MAX {
             self.stats.nr_unknown_type += 1;
             self.warnings.warn(format!("unknown-type-{t}"), || format!("{at}: skipping records of unknown type {t}"));
-            return Ok(());
+            return self.consumed(tool, offset, &bytes, Why::Skipped);
         }
         let min = record::min_size(t);
         if (header.size as usize) < min {
@@ -327,14 +331,14 @@ impl<'a> Session<'a> {
             self.skip(format!("too-small-{t}"), || {
                 format!("{at}: {} record (type {t}) of {size} bytes is too small (at least {min}); skipping it", kind::name(t))
             });
-            return Ok(());
+            return self.consumed(tool, offset, &bytes, Why::Skipped);
         }
         if t >= kind::USER_TYPE_START {
             if !record::string_is_terminated(t, &bytes) {
                 self.skip(format!("no-nul-{t}"), || {
                     format!("{at}: {} record (type {t}): string not null-terminated; skipping it", kind::name(t))
                 });
-                return Ok(());
+                return self.consumed(tool, offset, &bytes, Why::Skipped);
             }
             return self.process_user_record(tool, offset, header, &bytes, inner);
         }
@@ -345,7 +349,7 @@ impl<'a> Session<'a> {
         let Some(evsel) = self.evlist.evsel_for(&rec) else {
             self.stats.nr_unknown_id += 1;
             self.warnings.warn("unknown-id", || format!("{at}: skipping records whose event id is not in the header"));
-            return Ok(());
+            return self.consumed(tool, offset, &bytes, Why::Skipped);
         };
         let attr = &self.evlist.evsels[evsel].attr;
         let time = if !self.evlist.sample_id_all() {
@@ -386,13 +390,13 @@ impl<'a> Session<'a> {
             // its queue held); pstitch skips them.
             self.stats.nr_unknown_type += 1;
             self.warnings.warn(format!("unknown-type-{t}"), || format!("{at}: skipping records of unknown type {t}"));
-            return Ok(());
+            return self.consumed(tool, offset, bytes, Why::Skipped);
         }
         if !record::string_is_terminated(t, bytes) {
             self.skip(format!("no-nul-{t}"), || {
                 format!("{at}: {} record (type {t}): string not null-terminated; skipping it", kind::name(t))
             });
-            return Ok(());
+            return self.consumed(tool, offset, bytes, Why::Skipped);
         }
         let record = Record { header, bytes: bytes.get(..header.size as usize).unwrap_or(bytes), endian: self.endian };
         let Some(attr) = self.evlist.evsels.get(evsel).map(|e| &e.attr) else {
@@ -411,7 +415,7 @@ impl<'a> Session<'a> {
             Some(Err(e)) => {
                 let e = *e;
                 self.skip(format!("bad-sample-{e}"), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
-                return Ok(());
+                return self.consumed(tool, offset, bytes, Why::Skipped);
             }
             None => (None, SampleId::parse_trailer(record.body(), attr, self.endian)),
         };
@@ -419,7 +423,7 @@ impl<'a> Session<'a> {
             self.skip("bad-deferred".into(), || {
                 format!("{at}: CALLCHAIN_DEFERRED record (type 22): its callchain runs past the end of the record; skipping it")
             });
-            return Ok(());
+            return self.consumed(tool, offset, bytes, Why::Skipped);
         }
         // perf 7.2 clamps impossible CPU numbers to 0 (with a warning)
         // before anything uses them.
@@ -459,11 +463,12 @@ impl<'a> Session<'a> {
                 Some(t) => t.comm(),
                 None => format!(":{}", s.tid).into(),
             };
-            self.stitcher.hold(s.tid, offset, evsel as u32, record.bytes, comm, c);
-            return Ok(());
+            let seq = self.stitcher.hold(s.tid, offset, evsel as u32, record.bytes, comm, c);
+            let mut cx = self.parts().0;
+            return tool.sample_held(&mut cx, &HeldEvent { seq, offset, evsel, record, sample: s });
         }
         let callchain = s.callchain.map(Callchain::Recorded);
-        deliver_filtered(tool, self.parts(), offset, evsel, record, s, callchain, None, cookie)
+        deliver_filtered(tool, self.parts(), offset, evsel, record, s, callchain, None, cookie, None)
     }
 
     /// A CALLCHAIN_DEFERRED record: the held samples of its thread go out,
@@ -495,7 +500,7 @@ impl<'a> Session<'a> {
                 self.deliver_held(tool, &h, None, None)?;
             }
         }
-        Ok(())
+        self.consumed(tool, offset, record.bytes, Why::DeferredMerged)
     }
 
     /// A held sample, delivered now: merged with `d`'s user ips, or as it
@@ -518,7 +523,7 @@ impl<'a> Session<'a> {
             }
             (_, chain) => chain.map(Callchain::Recorded),
         };
-        deliver_filtered(tool, (cx, &mut Vec::new(), read_values), h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
+        deliver_filtered(tool, (cx, &mut Vec::new(), read_values), h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie, Some(h.seq))
     }
 
     /// Any other kernel record: the machine takes it in, the tool sees it.
@@ -630,12 +635,13 @@ impl<'a> Session<'a> {
         let e = self.endian;
         let at = Where(offset, inner);
         let body = bytes.get(HEADER_SIZE..(header.size as usize).min(bytes.len())).unwrap_or(&[]);
+        let mut why = Why::UserRecord;
         match header.type_ {
             kind::FINISHED_ROUND => self.flush_round(tool)?,
             kind::HEADER_ATTR => {
                 let Some(attr) = Attr::parse(body, e) else {
                     self.skip("bad-attr".into(), || format!("{at}: ATTR record (type 64): malformed attr; skipping it"));
-                    return Ok(());
+                    return self.consumed(tool, offset, bytes, Why::Skipped);
                 };
                 let ids = ids_after_attr(body, attr.disk_size(), e);
                 let idx = self.evlist.push(Evsel { attr, name: None, ids });
@@ -643,7 +649,7 @@ impl<'a> Session<'a> {
             }
             kind::EVENT_UPDATE => self.event_update(body),
             kind::HEADER_FEATURE => {
-                let Some(feat) = e.read_u64(body, 0) else { return Ok(()) };
+                let Some(feat) = e.read_u64(body, 0) else { return self.consumed(tool, offset, bytes, Why::Skipped) };
                 let payload = body.get(8..).unwrap_or(&[]);
                 if let Ok(bit) = u32::try_from(feat) {
                     self.features.insert(bit, payload.to_vec());
@@ -670,14 +676,21 @@ impl<'a> Session<'a> {
                     self.skip("nested-compressed".into(), || {
                         format!("{at}: compressed record inside compressed data; skipping it")
                     });
-                    return Ok(());
+                    why = Why::Skipped;
+                } else {
+                    self.decompress(tool, offset, header, body)?
                 }
-                self.decompress(tool, offset, header, body)?
             }
             // Known, and nothing pstitch needs from them.
             _ => {}
         }
-        Ok(())
+        self.consumed(tool, offset, bytes, why)
+    }
+
+    /// Hands a record the session used up or skipped to the tool.
+    fn consumed(&mut self, tool: &mut dyn Tool, offset: u64, bytes: &[u8], why: Why) -> Result<()> {
+        let mut cx = self.parts().0;
+        tool.consumed(&mut cx, &Consumed { offset, bytes, why })
     }
 
     /// EVENT_UPDATE: `{ u64 type; u64 id; payload }`; type 2 names the event.
@@ -766,6 +779,8 @@ struct ReadValuesSeen {
     /// Counters whose id is not in the header (their samples are not
     /// delivered, as in perf; added to [`Stats::nr_unknown_id`]).
     unknown_id: u64,
+    /// Deliver such samples whole ([`SessionOptions::whole_read_samples`]).
+    whole: bool,
 }
 
 /// Delivers a sample: a PERF_SAMPLE_READ sample is split into one sample
@@ -783,10 +798,11 @@ fn deliver_filtered(
     callchain: Option<Callchain<'_>>,
     held_comm: Option<&Comm>,
     cookie: Option<u64>,
+    held: Option<u64>,
 ) -> Result<()> {
     let attr = &cx.evlist.evsels[evsel].attr;
-    let Some(read) = s.read.filter(|_| attr.samples(sample_type::READ)) else {
-        return deliver_one(tool, &mut cx, offset, evsel, record, s, callchain, held_comm, cookie);
+    let Some(read) = s.read.filter(|_| attr.samples(sample_type::READ) && !seen.whole) else {
+        return deliver_one(tool, &mut cx, offset, evsel, record, s, callchain, held_comm, cookie, held);
     };
     // perf_evsel__attr_has_per_thread_sample_period.
     let per_thread = attr.samples(sample_type::TID) && attr.has(flag::INHERIT);
@@ -801,7 +817,7 @@ fn deliver_filtered(
         *last = value;
         if period != 0 {
             let one = Sample { id: Some(id), period, ..*s };
-            deliver_one(tool, &mut cx, offset, member, record, &one, callchain, held_comm, cookie)?;
+            deliver_one(tool, &mut cx, offset, member, record, &one, callchain, held_comm, cookie, held)?;
         }
     }
     Ok(())
@@ -821,6 +837,7 @@ fn deliver_one(
     callchain: Option<Callchain<'_>>,
     held_comm: Option<&Comm>,
     cookie: Option<u64>,
+    held: Option<u64>,
 ) -> Result<()> {
     if cx.filter.skip_time(s.time) || cx.filter.skip_cpu(s.cpu) {
         return Ok(());
@@ -833,7 +850,7 @@ fn deliver_one(
     if cx.filter.skip_thread(comm, pid, s.tid) {
         return Ok(());
     }
-    tool.sample(cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
+    tool.sample(cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie, held })
 }
 
 /// The cookie of a sample whose user callchain was deferred: the event has

@@ -53,6 +53,50 @@ pub struct SampleEvent<'r> {
     /// For a sample whose user callchain was deferred: the cookie, which
     /// perf shows as `(cookie)` where it appears among the entries.
     pub cookie: Option<u64>,
+    /// For a sample that was held for its deferred user callchain: the
+    /// number [`Tool::sample_held`] announced it with when it arrived.
+    pub held: Option<u64>,
+}
+
+/// A sample held for its deferred user callchain, as it arrives: it is
+/// delivered later (merged or not) as a [`SampleEvent`] whose `held` is
+/// `seq`. A tool that keeps events in input order reserves its place here.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldEvent<'r> {
+    /// Numbers count up from 0 in arrival order.
+    pub seq: u64,
+    pub offset: u64,
+    pub evsel: usize,
+    pub record: Record<'r>,
+    pub sample: &'r Sample<'r>,
+}
+
+/// A record the session took in without delivering it as an event.
+#[derive(Debug, Clone, Copy)]
+pub struct Consumed<'r> {
+    /// Input offset of the record (of its compressed chunk, for a record
+    /// decoded from one).
+    pub offset: u64,
+    /// The record, header included, and for HEADER_TRACING_DATA and
+    /// AUXTRACE the payload that follows it.
+    pub bytes: &'r [u8],
+    pub why: Why,
+}
+
+/// Why a record was consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// A record perf writes itself (type 64 and up: attrs, features,
+    /// tracing data, FINISHED_ROUND, compressed chunks, ...), after the
+    /// session used it: a FINISHED_ROUND after the records its round
+    /// delivered, a compressed chunk after the records it held.
+    UserRecord,
+    /// A CALLCHAIN_DEFERRED record, after the held samples of its thread
+    /// were delivered (merged into those with its cookie).
+    DeferredMerged,
+    /// A record the session skipped (with a warning): unknown type or
+    /// event, malformed.
+    Skipped,
 }
 
 /// A callchain to show.
@@ -128,6 +172,19 @@ pub enum SideBand<'r> {
 pub trait Tool {
     /// A sample, filtered, with its callchain to show.
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()>;
+
+    /// A sample was held for its deferred user callchain (callchains
+    /// merged); it is delivered later with [`SampleEvent::held`] set. Held
+    /// samples are not filtered yet.
+    fn sample_held(&mut self, _cx: &mut Context<'_>, _ev: &HeldEvent<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// A record the session used up or skipped without delivering it as
+    /// an event (see [`Why`]), in the order it did so.
+    fn consumed(&mut self, _cx: &mut Context<'_>, _ev: &Consumed<'_>) -> Result<()> {
+        Ok(())
+    }
 
     /// A deferred callchain record, when callchains are not merged
     /// (merged ones arrive inside their samples).

@@ -67,6 +67,18 @@ pub fn script_bytes(data: &[u8]) -> Outcome {
     outcome
 }
 
+/// Runs `tool` over the recording at `path` with deferred callchains not
+/// merged (each CALLCHAIN_DEFERRED its own event); the session's counts.
+pub fn read_unmerged(path: &std::path::Path, tool: &mut dyn pstitch::Tool) -> pstitch::Stats {
+    let mut input = Input::open(path).expect("open");
+    let (evlist, features, _) = input.take_header();
+    let pipe = input.pipe;
+    let options = SessionOptions { no_merge_callchains: true, ..Default::default() };
+    let mut session = pstitch::Session::new(input.records(), evlist, features, pipe, options);
+    session.run(tool).expect("read");
+    session.stats.clone()
+}
+
 /// The samples of a perf script output made with `-F
 /// comm,pid,tid[,cpu],time,event,ip,...`: (tid, time as printed, the
 /// addresses of the callchain lines, or the sample line's own address when

@@ -156,24 +156,7 @@ impl Features {
     /// EVENT_DESC entries in file order. Stops (keeping what it read) at
     /// the first malformed entry.
     pub fn event_desc(&self) -> Vec<EventDesc> {
-        let mut out = Vec::new();
-        let Some(data) = self.get(feat::EVENT_DESC) else { return out };
-        let mut c = Cursor::new(data, self.endian());
-        let (Ok(nr), Ok(attr_size)) = (c.u32(), c.u32()) else { return out };
-        for _ in 0..nr {
-            let Some(desc) = (|| {
-                let raw = c.bytes(attr_size as usize).ok()?;
-                let attr = Attr::parse(raw, c.endian())?;
-                let nr_ids = c.u32().ok()?;
-                let name = String::from_utf8_lossy(c.perf_string().ok()?).into_owned();
-                let ids = c.u64_array(nr_ids as u64).ok()?.iter().collect();
-                Some(EventDesc { attr, name, ids })
-            })() else {
-                break;
-            };
-            out.push(desc);
-        }
-        out
+        self.get(feat::EVENT_DESC).map(|d| event_desc_entries(d, self.endian()).into_iter().map(|(d, _)| d).collect()).unwrap_or_default()
     }
 
     /// BUILD_ID table entries. Stops at the first malformed entry.
@@ -202,4 +185,28 @@ impl Features {
         }
         out
     }
+}
+
+/// The entries of an EVENT_DESC payload, each with where its attr lies in
+/// the payload (pstitch-inject clears flags there). Stops (keeping what it
+/// read) at the first malformed entry.
+pub fn event_desc_entries(data: &[u8], endian: Endian) -> Vec<(EventDesc, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut c = Cursor::new(data, endian);
+    let (Ok(nr), Ok(attr_size)) = (c.u32(), c.u32()) else { return out };
+    for _ in 0..nr {
+        let Some(entry) = (|| {
+            let at = c.pos();
+            let raw = c.bytes(attr_size as usize).ok()?;
+            let attr = Attr::parse(raw, endian)?;
+            let nr_ids = c.u32().ok()?;
+            let name = String::from_utf8_lossy(c.perf_string().ok()?).into_owned();
+            let ids = c.u64_array(nr_ids as u64).ok()?.iter().collect();
+            Some((EventDesc { attr, name, ids }, at..at + attr_size as usize))
+        })() else {
+            break;
+        };
+        out.push(entry);
+    }
+    out
 }

@@ -404,6 +404,9 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 pub struct FileInfo {
     pub header: FileHeader,
     pub evlist: Evlist,
+    /// Where each event's attr lies in the file (`attr.size` bytes, as
+    /// written), in event order.
+    pub attr_ranges: Vec<std::ops::Range<usize>>,
     pub features: Features,
     /// Byte range of the records.
     pub data: std::ops::Range<usize>,
@@ -458,12 +461,12 @@ impl FileInfo {
             }
         };
 
-        let evlist = read_attrs(bytes, &header, &mut warnings)?;
+        let (evlist, attr_ranges) = read_attrs(bytes, &header, &mut warnings)?;
         let mut features = Features::new(endian);
         if header.data.size > 0 && data_missing == 0 {
             read_features(bytes, &header, &mut features, &mut warnings);
         }
-        let mut info = FileInfo { header, evlist, features, data, data_missing, warnings };
+        let mut info = FileInfo { header, evlist, attr_ranges, features, data, data_missing, warnings };
         info.apply_event_desc();
         Ok(info)
     }
@@ -480,9 +483,10 @@ impl FileInfo {
 /// read back to back, as perf reads them (`attrs.size / attr_size` of them).
 /// An entry that cannot be read ends the list with a warning, unless it is
 /// the first (a file without events cannot be read at all).
-fn read_attrs(bytes: &[u8], header: &FileHeader, warnings: &mut Vec<String>) -> Result<Evlist> {
+fn read_attrs(bytes: &[u8], header: &FileHeader, warnings: &mut Vec<String>) -> Result<(Evlist, Vec<std::ops::Range<usize>>)> {
     let endian = header.endian;
     let mut evlist = Evlist::default();
+    let mut ranges = Vec::new();
     if header.attr_size == 0 {
         return Err(Error::at(16, "the header's attr size is 0 (was 'perf record' properly terminated?)"));
     }
@@ -539,12 +543,13 @@ fn read_attrs(bytes: &[u8], header: &FileHeader, warnings: &mut Vec<String>) -> 
             }
         };
         evlist.push(Evsel { attr, name: None, ids });
+        ranges.push(off..off + sz);
         off = off.saturating_add(sz + 16);
     }
     if evlist.is_empty() {
         return Err(Error::at(24, format!("the attr section ({} bytes, attr size {}) holds no event", header.attrs.size, header.attr_size)));
     }
-    Ok(evlist)
+    Ok((evlist, ranges))
 }
 
 /// The feature table sits right after the data: one `{offset, size}` per set

@@ -1,14 +1,28 @@
-//! Writing perf.data files (used by the fixture tools, not by `script`).
+//! Writing perf.data files (`pstitch inject` and the fixture tools).
 //!
 //! File mode is laid out the way perf record lays it out: the 104-byte
-//! header, the attr section (`{attr, ids section}` per event), the id
-//! arrays, the records, then the feature table and feature payloads. Pipe
-//! mode is the 16-byte header followed by records. Values are written in
-//! the byte order given, so cross-endian files can be produced too.
+//! header, the id arrays, the attr section (`{attr, ids section}` per
+//! event), the records, then the feature table and feature payloads.
+//! [`FileSink`] writes it as the records come (the header last, once the
+//! sizes are known); [`FileWriter`] assembles one in memory. Pipe mode is
+//! the 16-byte header followed by records; what file mode keeps in the
+//! header comes as records ([`attr_record`], [`feature_record`],
+//! [`tracing_data_record`]). Values are written in the byte order given,
+//! so cross-endian files can be produced too.
+//!
+//! ```text
+//! file:  header | ids | attrs | data (records) | feature table | payloads [| ids | attrs]
+//!                                                  ^ at data.offset + data.size, where perf looks
+//! ```
+//! The attrs go at the end only when they were not all known when the
+//! data began (a pipe whose attrs keep coming).
+
+use std::io::{Seek, SeekFrom, Write};
 
 use super::attr::ATTR_SIZE_VER0;
 use super::bytes::Endian;
 use super::header::{FILE_HEADER_SIZE, MAGIC, PIPE_HEADER_SIZE};
+use super::record::{HEADER_SIZE, kind};
 
 /// Appends integers in a fixed byte order.
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +66,16 @@ impl Put {
 /// Sets bits of the attr flags word (offset 40) in raw attr bytes, honouring
 /// the big-endian bitfield layout (see [`super::attr::Attr::parse`]).
 pub fn set_attr_flags(raw_attr: &mut [u8], endian: Endian, mask: u64) {
+    for_flag_bits(raw_attr, endian, mask, |byte, bit| *byte |= bit);
+}
+
+/// Clears bits of the attr flags word (see [`set_attr_flags`]).
+pub fn clear_attr_flags(raw_attr: &mut [u8], endian: Endian, mask: u64) {
+    for_flag_bits(raw_attr, endian, mask, |byte, bit| *byte &= !bit);
+}
+
+/// Calls `f` with the byte and the bit in it of every flag in `mask`.
+fn for_flag_bits(raw_attr: &mut [u8], endian: Endian, mask: u64, mut f: impl FnMut(&mut u8, u8)) {
     if raw_attr.len() < ATTR_SIZE_VER0 {
         return;
     }
@@ -59,12 +83,14 @@ pub fn set_attr_flags(raw_attr: &mut [u8], endian: Endian, mask: u64) {
         if mask & (1 << bit) == 0 {
             continue;
         }
-        let byte = 40 + bit / 8;
         let b = bit % 8;
-        raw_attr[byte] |= match endian {
-            Endian::Little => 1 << b,
-            Endian::Big => 0x80 >> b,
-        };
+        f(
+            &mut raw_attr[40 + bit / 8],
+            match endian {
+                Endian::Little => 1 << b,
+                Endian::Big => 0x80 >> b,
+            },
+        );
     }
 }
 
@@ -88,62 +114,190 @@ pub struct FileWriter {
 
 impl FileWriter {
     pub fn to_bytes(&self) -> Vec<u8> {
-        let p = Put(self.endian);
-        let mut out = vec![0u8; FILE_HEADER_SIZE];
-        let attr_size = self.attrs.first().map(|a| a.raw.len() + 16).unwrap_or(ATTR_SIZE_VER0 + 16);
+        let run = || -> std::io::Result<Vec<u8>> {
+            let mut sink = FileSink::begin(std::io::Cursor::new(Vec::new()), self.endian, Some(&self.attrs))?;
+            sink.write_data(&self.data)?;
+            Ok(sink.finish(None, &self.features)?.into_inner())
+        };
+        run().expect("writing to memory does not fail")
+    }
+}
 
-        // Id arrays first (right after the header), then the attr section
-        // pointing at them, as perf record does.
-        let mut id_offsets = Vec::new();
-        for a in &self.attrs {
-            id_offsets.push(out.len() as u64);
-            for &id in &a.ids {
-                p.u64(&mut out, id);
+/// Where a section lies: `{u64 offset, u64 size}`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Placed {
+    offset: u64,
+    size: u64,
+}
+
+/// A file-mode perf.data written as it goes: room for the header, the
+/// attrs if known, the records as they come, and at the end the features
+/// (and the attrs if they were not known at the start), then the header.
+pub struct FileSink<W: Write + Seek> {
+    w: W,
+    endian: Endian,
+    /// The attr section, when written before the data: where, and the
+    /// size of one entry.
+    attrs: Option<(Placed, u64)>,
+    data: Placed,
+}
+
+impl<W: Write + Seek> FileSink<W> {
+    /// Starts a file at the current position of `w` (its start): the
+    /// header's room, then `attrs` with their ids if they are known.
+    pub fn begin(mut w: W, endian: Endian, attrs: Option<&[AttrEntry]>) -> std::io::Result<FileSink<W>> {
+        w.write_all(&[0u8; FILE_HEADER_SIZE])?;
+        let mut at = FILE_HEADER_SIZE as u64;
+        let attrs = match attrs {
+            Some(a) => {
+                let (bytes, placed, entry) = attr_section(endian, a, at);
+                w.write_all(&bytes)?;
+                at += bytes.len() as u64;
+                Some((placed, entry))
             }
-        }
-        let attrs_off = out.len() as u64;
-        for (a, &off) in self.attrs.iter().zip(&id_offsets) {
-            out.extend_from_slice(&a.raw);
-            p.u64(&mut out, off);
-            p.u64(&mut out, (a.ids.len() * 8) as u64);
-        }
-        let attrs_size = out.len() as u64 - attrs_off;
-        let data_off = out.len() as u64;
-        out.extend_from_slice(&self.data);
-        let data_size = self.data.len() as u64;
+            None => None,
+        };
+        Ok(FileSink { w, endian, attrs, data: Placed { offset: at, size: 0 } })
+    }
 
-        let mut feats = self.features.clone();
+    /// Appends records (or any bytes) to the data section.
+    pub fn write_data(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.data.size += bytes.len() as u64;
+        self.w.write_all(bytes)
+    }
+
+    /// Writes the feature table and payloads (in bit order) after the
+    /// data, the attrs after them if `late_attrs` is given (they replace
+    /// those written at the start, if any), then the header. Returns the
+    /// writer, positioned at the header's end.
+    pub fn finish(mut self, late_attrs: Option<&[AttrEntry]>, features: &[(u32, Vec<u8>)]) -> std::io::Result<W> {
+        let p = Put(self.endian);
+        let mut feats: Vec<&(u32, Vec<u8>)> = features.iter().filter(|(bit, _)| *bit < 256).collect();
         feats.sort_by_key(|(b, _)| *b);
-        let table_off = out.len();
-        out.resize(table_off + feats.len() * 16, 0);
+        feats.dedup_by_key(|(b, _)| *b);
+        let table_off = self.data.offset + self.data.size;
+        let mut table = Vec::with_capacity(feats.len() * 16);
         let mut bitmap = [0u64; 4];
-        for (i, (bit, payload)) in feats.iter().enumerate() {
+        let mut off = table_off + (feats.len() * 16) as u64;
+        for (bit, payload) in &feats {
             bitmap[(*bit / 64) as usize] |= 1 << (bit % 64);
-            let off = out.len() as u64;
-            out.extend_from_slice(payload);
-            p.set_u64(&mut out, table_off + i * 16, off);
-            p.set_u64(&mut out, table_off + i * 16 + 8, payload.len() as u64);
+            p.u64(&mut table, off);
+            p.u64(&mut table, payload.len() as u64);
+            off += payload.len() as u64;
         }
-
+        self.w.write_all(&table)?;
+        for (_, payload) in &feats {
+            self.w.write_all(payload)?;
+        }
+        if let Some(a) = late_attrs {
+            let (bytes, placed, entry) = attr_section(self.endian, a, off);
+            self.w.write_all(&bytes)?;
+            self.attrs = Some((placed, entry));
+        }
+        let (attrs, attr_size) = self.attrs.unwrap_or((Placed::default(), (ATTR_SIZE_VER0 + 16) as u64));
         let mut h = Vec::with_capacity(FILE_HEADER_SIZE);
         h.extend_from_slice(&match self.endian {
             Endian::Little => MAGIC.to_le_bytes(),
             Endian::Big => MAGIC.to_be_bytes(),
         });
-        p.u64(&mut h, FILE_HEADER_SIZE as u64);
-        p.u64(&mut h, attr_size as u64);
-        p.u64(&mut h, attrs_off);
-        p.u64(&mut h, attrs_size);
-        p.u64(&mut h, data_off);
-        p.u64(&mut h, data_size);
-        p.u64(&mut h, 0);
-        p.u64(&mut h, 0);
+        for v in [FILE_HEADER_SIZE as u64, attr_size, attrs.offset, attrs.size, self.data.offset, self.data.size, 0, 0] {
+            p.u64(&mut h, v);
+        }
         for w in bitmap {
             p.u64(&mut h, w);
         }
-        out[..FILE_HEADER_SIZE].copy_from_slice(&h);
-        out
+        self.w.flush()?;
+        self.w.seek(SeekFrom::Start(0))?;
+        self.w.write_all(&h)?;
+        self.w.flush()?;
+        Ok(self.w)
     }
+}
+
+/// The id arrays and then the attr section for attrs starting at file
+/// offset `at`: the bytes, where the attr section lies, and the size of
+/// one of its entries. Entries are as long as the longest attr (shorter
+/// ones are padded with zeros, which perf reads as fields not set).
+fn attr_section(endian: Endian, attrs: &[AttrEntry], at: u64) -> (Vec<u8>, Placed, u64) {
+    let p = Put(endian);
+    let attr_len = attrs.iter().map(|a| a.raw.len()).max().unwrap_or(ATTR_SIZE_VER0);
+    let mut out = Vec::new();
+    let mut id_offsets = Vec::new();
+    for a in attrs {
+        id_offsets.push(at + out.len() as u64);
+        for &id in &a.ids {
+            p.u64(&mut out, id);
+        }
+    }
+    let attrs_off = at + out.len() as u64;
+    for (a, &off) in attrs.iter().zip(&id_offsets) {
+        let start = out.len();
+        out.extend_from_slice(&a.raw);
+        out.resize(start + attr_len, 0);
+        p.u64(&mut out, off);
+        p.u64(&mut out, (a.ids.len() * 8) as u64);
+    }
+    let size = at + out.len() as u64 - attrs_off;
+    (out, Placed { offset: attrs_off, size }, (attr_len + 16) as u64)
+}
+
+/// A record of `type_` with `body` after its header, or `None` when it
+/// would not fit the header's 16-bit size.
+fn user_record(endian: Endian, type_: u32, parts: &[&[u8]]) -> Option<Vec<u8>> {
+    let len = HEADER_SIZE + parts.iter().map(|p| p.len()).sum::<usize>();
+    let size = u16::try_from(len).ok()?;
+    let mut v = Vec::with_capacity(len);
+    Put(endian).header(&mut v, type_, 0, size);
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    Some(v)
+}
+
+/// HEADER_ATTR (pipe mode): `{ header, attr, u64 ids[] }`; `None` when
+/// there are too many ids for one record.
+pub fn attr_record(endian: Endian, raw_attr: &[u8], ids: &[u64]) -> Option<Vec<u8>> {
+    let mut id_bytes = Vec::with_capacity(ids.len() * 8);
+    for &id in ids {
+        Put(endian).u64(&mut id_bytes, id);
+    }
+    user_record(endian, kind::HEADER_ATTR, &[raw_attr, &id_bytes])
+}
+
+/// HEADER_FEATURE (pipe mode): `{ header, u64 feat_id, payload }` — the
+/// payload in its file-mode encoding; `None` when it does not fit a record.
+pub fn feature_record(endian: Endian, bit: u64, payload: &[u8]) -> Option<Vec<u8>> {
+    let mut id = Vec::with_capacity(8);
+    Put(endian).u64(&mut id, bit);
+    user_record(endian, kind::HEADER_FEATURE, &[&id, payload])
+}
+
+/// EVENT_UPDATE naming an event (how a stream names its events):
+/// `{ header, u64 type = 2 (NAME), u64 id, char name[] }`, the name
+/// NUL-terminated and padded to 8 bytes.
+pub fn event_name_record(endian: Endian, id: u64, name: &[u8]) -> Option<Vec<u8>> {
+    const NAME: u64 = 2;
+    let mut head = Vec::with_capacity(16);
+    Put(endian).u64(&mut head, NAME);
+    Put(endian).u64(&mut head, id);
+    let mut padded = name.to_vec();
+    padded.resize((name.len() + 1).next_multiple_of(8), 0);
+    user_record(endian, kind::EVENT_UPDATE, &[&head, &padded])
+}
+
+/// HEADER_TRACING_DATA (pipe mode): `{ header, u32 size, u32 pad }`
+/// followed by the tracing data (outside the record's size), padded to 8
+/// bytes; `size` counts the padding, as perf writes it.
+pub fn tracing_data_record(endian: Endian, data: &[u8]) -> Vec<u8> {
+    let aligned = data.len().next_multiple_of(8);
+    let mut v = Vec::with_capacity(16 + aligned);
+    let p = Put(endian);
+    p.header(&mut v, kind::HEADER_TRACING_DATA, 0, 16);
+    p.u32(&mut v, aligned as u32);
+    p.u32(&mut v, 0);
+    v.extend_from_slice(data);
+    v.resize(16 + aligned, 0);
+    v
 }
 
 /// The 16-byte pipe-mode header.
