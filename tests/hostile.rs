@@ -411,6 +411,9 @@ fn the_fixture_tools_refuse_chunk_bombs_instead_of_aborting() {
     let over_mmap_len = generate::compressed_chunks(1, 64 << 20, 64 << 20, 16 << 20);
     let e = pstitch_fixtures::swap::decompress(&over_mmap_len).unwrap_err().to_string();
     assert!(e.contains("chunk decompresses to more than"), "{e}");
+    // pstitch-defer too.
+    let e = pstitch_fixtures::defer::convert(&over_mmap_len, &Default::default()).unwrap_err().to_string();
+    assert!(e.contains("chunk decompresses to more than"), "{e}");
     let big = generate::compressed_chunks(4, 8 << 20, 8 << 20, 16 << 20);
     let e = pstitch_fixtures::swap::decompress_within(&big, 16 << 20).unwrap_err().to_string();
     assert!(e.contains("would take more than"), "{e}");
