@@ -20,6 +20,7 @@ pub mod script;
 pub mod session;
 pub mod symbols;
 pub mod tracepoint;
+pub mod unwind;
 
 /// Helpers for the unit tests.
 #[cfg(test)]
