@@ -579,22 +579,23 @@ mod recordings {
         (out.into_iter().map(|(t, _, e)| (t, e)).collect(), attr.sample_regs_user)
     }
 
-    /// perf-ref's `fields.out`: per sample (tid, time as printed, callchain
-    /// addresses).
+    /// A perf-ref output with `ip` and without inline expansion: per sample
+    /// (tid, time as printed, callchain addresses).
     fn expected(path: &Path) -> Vec<(u32, String, Vec<u64>)> {
-        let text = std::fs::read_to_string(path).expect("fields.out");
+        let text = std::fs::read_to_string(path).expect("perf-ref output");
         let mut out: Vec<(u32, String, Vec<u64>)> = Vec::new();
         for line in text.lines() {
-            if let Some(addr) = line.strip_prefix('\t') {
-                let a = u64::from_str_radix(addr.trim(), 16).expect("address");
+            if let Some(rest) = line.strip_prefix('\t') {
+                // "<addr>" or "<addr> sym (dso)"
+                let addr = rest.split_whitespace().next().expect("address");
+                let a = u64::from_str_radix(addr, 16).expect("address");
                 out.last_mut().expect("a sample line first").2.push(a);
             } else if !line.is_empty() {
-                // "comm pid/tid time: period event:"
+                // "comm [pid/]tid time: ...": the tid is the word before the time.
                 let words: Vec<&str> = line.split_whitespace().collect();
-                let pt = words.iter().find(|w| w.contains('/') && w.split('/').all(|x| x.parse::<i64>().is_ok())).expect("pid/tid");
-                let tid = pt.split('/').nth(1).unwrap().parse().unwrap();
-                let time = words.iter().find(|w| w.ends_with(':') && w.contains('.')).unwrap().trim_end_matches(':').to_string();
-                out.push((tid, time, Vec::new()));
+                let t = words.iter().position(|w| w.ends_with(':') && w.contains('.')).expect("time");
+                let tid = words[t - 1].rsplit('/').next().unwrap().parse().expect("tid");
+                out.push((tid, words[t].trim_end_matches(':').to_string(), Vec::new()));
             }
         }
         out
@@ -606,10 +607,12 @@ mod recordings {
         stops: HashMap<Stop, usize>,
     }
 
-    fn compare(case: &str) -> Tally {
+    /// Unwinds every sample of `case` with `max_stack` and compares with
+    /// perf-ref's `variant` output (kernel entries: also up to `max_stack`).
+    fn compare_with(case: &str, variant: &str, max_stack: usize) -> Tally {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(case);
         let (events, mask) = events(&dir.join("perf.data"));
-        let want = expected(&dir.join("fields.out"));
+        let want = expected(&dir.join(format!("{variant}.out")));
         let mut files = Files { symfs: dir.join("symfs"), objects: HashMap::new(), bytes: HashMap::new() };
         let mut maps: HashMap<u32, Maps> = HashMap::new();
         let mut spaces: HashMap<u32, ModuleSpace> = HashMap::new();
@@ -635,7 +638,7 @@ mod recordings {
                     let (tid, time, chain) = want.next().expect("perf-ref printed as many samples");
                     let printed = format!("{}.{:06}", s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
                     assert_eq!((tid, &time), (s.tid, &printed), "{case}: samples out of step");
-                    let user_want = &chain[s.kernel.min(chain.len())..];
+                    let user_want = &chain[s.kernel.min(max_stack).min(chain.len())..];
                     let pid_maps = maps.entry(s.pid).or_default().clone();
                     let view = View { maps: &pid_maps, files: std::cell::RefCell::new(&mut files) };
                     let space = spaces.entry(s.pid).or_default();
@@ -644,7 +647,7 @@ mod recordings {
                         stack: &s.stack,
                         little_endian: true,
                     };
-                    let got = unwinder.unwind(space, &view, &sample, 127);
+                    let got = unwinder.unwind(space, &view, &sample, max_stack);
                     let got_ips: Vec<u64> = got.frames.iter().map(|f| f.ip).collect();
                     *tally.stops.entry(got.stop).or_default() += 1;
                     tally.samples += 1;
@@ -663,8 +666,19 @@ mod recordings {
         }
         assert!(want.next().is_none(), "{case}: perf-ref printed more samples");
         assert!(mismatches.is_empty(), "{} of {} samples differ:\n{}", mismatches.len(), tally.samples, mismatches.join("\n"));
-        eprintln!("{case}: {} samples, {} user frames equal to perf-ref's; stops {:?}", tally.samples, tally.frames, tally.stops);
+        eprintln!(
+            "{case}/{variant}: {} samples, {} user frames equal to perf-ref's; stops {:?}",
+            tally.samples, tally.frames, tally.stops
+        );
         tally
+    }
+
+    /// `fields.out` (perf script's default --max-stack, 127), then
+    /// `max-stack-10.out`.
+    fn compare(case: &str) -> Tally {
+        let t = compare_with(case, "max-stack-10", 10);
+        assert!(t.stops.values().sum::<usize>() == t.samples);
+        compare_with(case, "fields", 127)
     }
 
     #[test]
