@@ -352,6 +352,33 @@ fn hostile_cfi_and_stacks_never_panic() {
     }
 }
 
+#[test]
+fn random_stacks_through_real_libc_never_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs");
+    let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
+    let libc = Arc::new(Object::from_elf(&elf, None).expect("libc object"));
+    let p = Fake {
+        maps: vec![MapRef { start: BASE + 0x26000, end: BASE + 0x17c000, pgoff: 0x26000, object: Some(libc), jitted: false }],
+        ..Default::default()
+    };
+    let mut rng = crate::testing::rng(0x1bad_b002);
+    let mut unwinder = Unwinder::new(Arch::X86_64);
+    let mut space = ModuleSpace::new();
+    for _ in 0..2000 {
+        // Return addresses into libc's text mixed with garbage.
+        let stack: Vec<u8> = (0..rng(64))
+            .flat_map(|_| if rng(3) == 0 { BASE + 0x26000 + rng(0x156000) } else { rng(u64::MAX) }.to_le_bytes())
+            .collect();
+        let mut r: Vec<u64> = (0..20).map(|_| rng(u64::MAX)).collect();
+        r[7] = SP;
+        r[8] = BASE + 0x26000 + rng(0x156000);
+        let sample = Sample { regs: UserRegs { abi: abi::ABI_64, mask: MASK, values: &r }, stack: &stack, little_endian: true };
+        let u = unwinder.unwind(&mut space, &p, &sample, 127);
+        assert!(u.frames.len() <= 127);
+    }
+    assert!(unwinder.cached_rows() > 0);
+}
+
 // --- the golden recordings --------------------------------------------------
 
 mod recordings {
