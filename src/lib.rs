@@ -62,6 +62,7 @@ pub mod script;
 mod session;
 mod symbols;
 mod tracepoint;
+mod unwind;
 
 pub use perf_data;
 

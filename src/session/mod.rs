@@ -399,7 +399,7 @@ impl<'a> Session<'a> {
             }
             Some(Err(e)) => {
                 let e = *e;
-                self.skip(format!("bad-sample-{e}"), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
+                self.skip(format!("bad-sample-{}", e.field()), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
                 return Ok(());
             }
             None => (None, SampleId::parse_trailer(record.body(), attr, self.endian)),
