@@ -26,6 +26,7 @@ use std::rc::Rc;
 
 use crate::error::{Error, Result};
 use crate::machine::{Comm, Machine};
+use crate::unwind::{UnwindOptions, UserUnwinder};
 use perf_data::Error as Damaged;
 use perf_data::attr::{Attr, flag};
 use perf_data::bytes::Endian;
@@ -37,6 +38,7 @@ use perf_data::record::{self, CommRecord, DeferredCallchainRecord, HEADER_SIZE, 
 use perf_data::sample::{Sample, SampleId, context};
 use perf_data::{RawRecord, RecordSource};
 
+pub use crate::unwind::UnwindStats;
 pub use deferred::StitchStats;
 pub use filter::SampleFilter;
 pub use tool::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
@@ -126,6 +128,10 @@ pub struct SessionOptions {
     pub no_merge_callchains: bool,
     pub filter: SampleFilter,
     pub limits: Limits,
+    /// Unwind the user stacks of `--call-graph dwarf` samples (delivered
+    /// as [`Callchain::Unwound`]); `None`: deliver their recorded
+    /// callchain as it is.
+    pub unwind: Option<UnwindOptions>,
 }
 
 /// Reads one input to the end.
@@ -145,6 +151,8 @@ pub struct Session<'a> {
     stitcher: Stitcher,
     /// A merged callchain being delivered (its buffer reused).
     merged: Vec<u64>,
+    /// Unwinds `--call-graph dwarf` samples, if asked to.
+    unwinder: Option<UserUnwinder>,
     endian: Endian,
     source: RecordSource<'a>,
     queue: OrderedEvents<'a>,
@@ -177,6 +185,7 @@ impl<'a> Session<'a> {
     pub fn new(source: RecordSource<'a>, evlist: Evlist, features: Features, pipe: bool, options: SessionOptions) -> Session<'a> {
         let endian = source.endian();
         let nr_cpus = nr_cpus_avail(&features);
+        let unwinder = options.unwind.as_ref().map(|u| UserUnwinder::new(u, features.build_ids()));
         Session {
             evlist,
             features,
@@ -189,6 +198,7 @@ impl<'a> Session<'a> {
             filter: options.filter,
             stitcher: Stitcher::default(),
             merged: Vec::new(),
+            unwinder,
             endian,
             source,
             queue: OrderedEvents::default(),
@@ -236,6 +246,12 @@ impl<'a> Session<'a> {
         self.stitcher.stats
     }
 
+    /// What became of the `--call-graph dwarf` samples so far (nothing
+    /// unless [`SessionOptions::unwind`] asked for unwinding).
+    pub fn unwind_stats(&self) -> UnwindStats {
+        self.unwinder.as_ref().map(|u| u.stats.clone()).unwrap_or_default()
+    }
+
     /// End of input: samples still held go out unmerged, in arrival order,
     /// with their cookie frame; then the tool finishes.
     fn finish(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -243,12 +259,12 @@ impl<'a> Session<'a> {
             let cookie = h.cookie;
             self.deliver_held(tool, &h, None, Some(cookie))?;
         }
-        let mut cx = self.parts().0;
+        let mut cx = self.parts().cx;
         tool.finish(&mut cx)
     }
 
     /// The context a tool sees, and the session's own delivery state.
-    fn parts(&mut self) -> (Context<'_>, &mut Vec<u64>) {
+    fn parts(&mut self) -> Delivery<'_> {
         let cx = Context {
             evlist: &self.evlist,
             features: &self.features,
@@ -257,7 +273,7 @@ impl<'a> Session<'a> {
             machine: &mut self.machine,
             filter: &self.filter,
         };
-        (cx, &mut self.merged)
+        Delivery { cx, merged: &mut self.merged, unwinder: self.unwinder.as_mut() }
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -462,7 +478,7 @@ impl<'a> Session<'a> {
         let bad = || Damaged::in_record(offset, record.header.type_, "CALLCHAIN_DEFERRED record truncated");
         let d = DeferredCallchainRecord::parse(&record, trailer).ok_or_else(bad)?;
         if !self.merge_callchains {
-            let (mut cx, _) = self.parts();
+            let mut cx = self.parts().cx;
             if cx.filter.skip_time(id.time) || cx.filter.skip_cpu(id.cpu) {
                 return Ok(());
             }
@@ -492,7 +508,7 @@ impl<'a> Session<'a> {
     fn deliver_held(&mut self, tool: &mut dyn Tool, h: &HeldSample, d: Option<DeferredCallchainRecord<'_>>, cookie: Option<u64>) -> Result<()> {
         let evsel = h.evsel as usize;
         let e = self.endian;
-        let (cx, merged) = self.parts();
+        let Delivery { cx, merged, unwinder } = self.parts();
         let attr = &cx.evlist.evsels[evsel].attr;
         let record = Record { header: RecordHeader::parse(&h.bytes, e).ok_or_else(|| Damaged::in_record(h.offset, kind::SAMPLE, "held record truncated"))?, bytes: &h.bytes, endian: e };
         let s = Sample::parse(record.body(), attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
@@ -507,7 +523,7 @@ impl<'a> Session<'a> {
             }
             (_, chain) => chain.map(Callchain::Recorded),
         };
-        deliver_filtered(tool, (cx, &mut Vec::new()), h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
+        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), unwinder }, h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
     }
 
     /// Any other kernel record: the machine takes it in, the tool sees it.
@@ -549,7 +565,7 @@ impl<'a> Session<'a> {
             }
             _ => SideBand::Other,
         };
-        let (mut cx, _) = self.parts();
+        let mut cx = self.parts().cx;
         tool.record(&mut cx, &Event { offset, evsel, record, id, side_band })?;
         if let SideBand::Exit(e) = side_band {
             self.machine.process_exit(&e);
@@ -653,7 +669,7 @@ impl<'a> Session<'a> {
                         _ => {}
                     }
                 }
-                let mut cx = self.parts().0;
+                let mut cx = self.parts().cx;
                 tool.feature(&mut cx, feat, payload)?;
             }
             kind::HEADER_TRACING_DATA => {
@@ -748,13 +764,24 @@ impl<'a> Session<'a> {
     }
 }
 
+/// What delivering an event works with: the tool's context and the
+/// session's own buffers.
+struct Delivery<'s> {
+    cx: Context<'s>,
+    /// A merged deferred callchain being delivered.
+    merged: &'s mut Vec<u64>,
+    unwinder: Option<&'s mut UserUnwinder>,
+}
+
 /// Delivers a sample that passes the filters, with its thread resolved
-/// as perf's `machine__resolve` does (creating it if needed). `held_comm`:
-/// the comm of a sample that was held for its deferred callchain.
+/// as perf's `machine__resolve` does (creating it if needed), and its user
+/// stack unwound if it has one to unwind (perf's
+/// `thread__resolve_callchain_unwind`). `held_comm`: the comm of a sample
+/// that was held for its deferred callchain.
 #[allow(clippy::too_many_arguments)]
 fn deliver_filtered(
     tool: &mut dyn Tool,
-    (mut cx, _): (Context<'_>, &mut Vec<u64>),
+    Delivery { mut cx, unwinder, .. }: Delivery<'_>,
     offset: u64,
     evsel: usize,
     record: Record<'_>,
@@ -774,6 +801,14 @@ fn deliver_filtered(
     if cx.filter.skip_thread(comm, pid, s.tid) {
         return Ok(());
     }
+    let callchain = match (callchain, unwinder) {
+        (Some(Callchain::Recorded(recorded)), Some(u)) if UserUnwinder::applies(cx.evlist.evsels[evsel].attr.sample_type) => {
+            let arch = cx.features.string(feat::ARCH);
+            let user = u.unwind(cx.machine, s, cx.endian, arch.as_deref());
+            Some(Callchain::Unwound { recorded, user })
+        }
+        (c, _) => c,
+    };
     tool.sample(&mut cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
 }
 

@@ -37,12 +37,15 @@ mod regs;
 mod step;
 #[cfg(test)]
 mod tests;
+mod user;
 
 use std::rc::Rc;
 
 pub(crate) use modules::ModuleSpace;
 pub(crate) use object::Object;
 pub(crate) use regs::{Arch, UserRegs, abi};
+pub(crate) use user::UserUnwinder;
+pub use user::{UnwindOptions, UnwindStats};
 
 use memory::Memory;
 use regs::RegFile;
@@ -66,7 +69,6 @@ pub trait Process {
 #[derive(Debug, Clone)]
 pub struct MapRef {
     pub start: u64,
-    pub end: u64,
     pub pgoff: u64,
     /// The map's file as libdw would open it (perf reports the DSO's path
     /// under the symfs, else its build-id cache file); `None` when there
@@ -159,6 +161,7 @@ impl Unwinder {
     }
 
     /// How many CFI rows are cached.
+    #[cfg(test)]
     pub fn cached_rows(&self) -> usize {
         self.rows.len()
     }

@@ -33,11 +33,11 @@ pub(crate) struct Module {
 }
 
 /// The modules of one process (perf's per-`maps` `Dwfl`). Keep one per
-/// process for as long as perf would keep its `Dwfl`: start a fresh one
-/// for a new process (fork: perf clones the maps, without the `Dwfl`;
-/// exec), and [`ModuleSpace::clear`] it when a map of the process is
-/// removed (perf drops the `Dwfl` then, since another file may now be
-/// mapped where a reported module was).
+/// address space for as long as perf keeps its `Dwfl`: a forked process
+/// starts with a fresh one (perf clones the maps, without the `Dwfl`);
+/// perf drops it when a map is removed from the process (not when a new
+/// map overlaps an old one), which for user maps never happens while
+/// reading a recording.
 #[derive(Debug, Default, Clone)]
 pub struct ModuleSpace {
     /// In report order; a module reported again moves to the end.
@@ -47,24 +47,6 @@ pub struct ModuleSpace {
 }
 
 impl ModuleSpace {
-    pub fn new() -> ModuleSpace {
-        ModuleSpace::default()
-    }
-
-    /// Forgets every module (perf's `libdw__invalidate_dwfl`).
-    pub fn clear(&mut self) {
-        *self = ModuleSpace::default();
-    }
-
-    /// How many modules have been reported.
-    pub fn len(&self) -> usize {
-        self.modules.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.modules.is_empty()
-    }
-
     /// `dwfl_addrmodule`: the module covering `addr`. Where reported
     /// modules overlap, the one reported last.
     pub(crate) fn find(&self, addr: u64) -> Option<&Module> {

@@ -32,7 +32,6 @@ pub(crate) use perf_data::sample::UserRegs;
 /// `PERF_SAMPLE_REGS_ABI_*`.
 pub mod abi {
     pub const NONE: u64 = 0;
-    pub const ABI_32: u64 = 1;
     pub const ABI_64: u64 = 2;
 }
 
@@ -41,9 +40,6 @@ pub mod abi {
 pub enum Arch {
     X86_64,
 }
-
-/// `EM_X86_64`.
-const EM_X86_64: u16 = 62;
 
 /// x86_64: perf register number → DWARF register number (-1: none below
 /// `frame_nregs`). From perf's `dwarf-regs-x86.c` table restricted to what
@@ -80,14 +76,6 @@ pub(crate) enum AbiRule {
 }
 
 impl Arch {
-    /// The architecture of an ELF `e_machine`, if supported.
-    pub fn from_e_machine(e_machine: u16) -> Option<Arch> {
-        match e_machine {
-            EM_X86_64 => Some(Arch::X86_64),
-            _ => None,
-        }
-    }
-
     /// libdw's `ebl_frame_nregs`: how many DWARF registers a frame holds.
     pub(crate) fn frame_nregs(self) -> usize {
         match self {
@@ -224,8 +212,6 @@ pub(crate) mod tests {
         // XMM0 (32) and anything past the table.
         assert_eq!(a.dwarf_for_perf(32), None);
         assert_eq!(a.dwarf_for_perf(u32::MAX), None);
-        assert_eq!(Arch::from_e_machine(62), Some(Arch::X86_64));
-        assert_eq!(Arch::from_e_machine(183), None);
     }
 
     #[test]

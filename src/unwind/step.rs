@@ -81,6 +81,7 @@ impl RowCache {
         row
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.rows.len()
     }

@@ -11,6 +11,9 @@ use super::object::ObjectParts;
 use super::*;
 use crate::symbols::elf::Phdr;
 
+/// `PERF_SAMPLE_REGS_ABI_32`.
+const ABI_32: u64 = 1;
+
 /// A new object id (the row cache tells objects apart by it).
 fn next_id() -> u64 {
     thread_local!(static NEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(1) });
@@ -32,16 +35,17 @@ fn regs(ip: u64, sp: u64, bp: u64) -> Vec<u64> {
     v
 }
 
-/// A fake process: maps, and file words for reads outside the stack.
+/// A fake process: maps (with their ends), and file words for reads
+/// outside the stack.
 #[derive(Default)]
 struct Fake {
-    maps: Vec<MapRef>,
+    maps: Vec<(u64, MapRef)>,
     words: Vec<(u64, u64)>,
 }
 
 impl Process for Fake {
     fn find_map(&self, addr: u64) -> Option<MapRef> {
-        self.maps.iter().find(|m| m.start <= addr && addr < m.end).cloned()
+        self.maps.iter().find(|(end, m)| m.start <= addr && addr < *end).map(|(_, m)| m.clone())
     }
     fn read_file_word(&self, addr: u64) -> Option<u64> {
         self.words.iter().find(|w| w.0 == addr).map(|w| w.1)
@@ -70,8 +74,8 @@ const BASE: u64 = 0x5555_0000_0000;
 const SP: u64 = 0x7ffc_0000_1000;
 
 /// The text map of `obj` at BASE (its file offset 0x1000 at BASE+0x1000).
-fn text_map(obj: &Rc<Object>) -> MapRef {
-    MapRef { start: BASE + 0x1000, end: BASE + 0x10000, pgoff: 0x1000, object: Some(obj.clone()), jitted: false }
+fn text_map(obj: &Rc<Object>) -> (u64, MapRef) {
+    (BASE + 0x10000, MapRef { start: BASE + 0x1000, pgoff: 0x1000, object: Some(obj.clone()), jitted: false })
 }
 
 /// Four functions: f1 (leaf, CFA rsp+8), f2 (CFA rsp+32 after 4 bytes),
@@ -122,7 +126,7 @@ fn a_chain_unwinds_to_its_undefined_return_address() {
     let obj = object(&chain_cfi(), None);
     let p = process(&obj);
     let r = regs(BASE + 0x1010, SP, 0);
-    let u = run(&p, &mut ModuleSpace::new(), &r, &chain_stack(), 127);
+    let u = run(&p, &mut ModuleSpace::default(), &r, &chain_stack(), 127);
     // The sampled frame as is, return addresses minus one.
     assert_eq!(ips(&u), vec![0x1010, 0x114f, 0x124f, 0x130f]);
     assert_eq!(u.stop, Stop::End);
@@ -138,15 +142,15 @@ fn a_short_stack_copy_ends_the_unwind() {
     let stack = chain_stack();
     // f3's return address (at SP+48) is not in a 48-byte copy: f3 is the
     // last frame, and no error.
-    let u = run(&p, &mut ModuleSpace::new(), &r, &stack[..48], 127);
+    let u = run(&p, &mut ModuleSpace::default(), &r, &stack[..48], 127);
     assert_eq!(ips(&u), vec![0x1010, 0x114f, 0x124f]);
     assert_eq!(u.stop, Stop::End);
     // A 47-byte copy cuts f2's return address too (reads must fit whole).
-    let u = run(&p, &mut ModuleSpace::new(), &r, &stack[..39], 127);
+    let u = run(&p, &mut ModuleSpace::default(), &r, &stack[..39], 127);
     assert_eq!(ips(&u), vec![0x1010, 0x114f]);
     // ... unless the file mapped there has the word (perf reads the DSO).
     let p2 = Fake { maps: p.maps.clone(), words: vec![(SP + 32, BASE + 0x1250)] };
-    let u = run(&p2, &mut ModuleSpace::new(), &r, &stack[..39], 127);
+    let u = run(&p2, &mut ModuleSpace::default(), &r, &stack[..39], 127);
     assert_eq!(ips(&u), vec![0x1010, 0x114f, 0x124f]);
 }
 
@@ -155,10 +159,10 @@ fn max_stack_counts_frames() {
     let obj = object(&chain_cfi(), None);
     let p = process(&obj);
     let r = regs(BASE + 0x1010, SP, 0);
-    let u = run(&p, &mut ModuleSpace::new(), &r, &chain_stack(), 2);
+    let u = run(&p, &mut ModuleSpace::default(), &r, &chain_stack(), 2);
     assert_eq!(ips(&u), vec![0x1010, 0x114f]);
     assert_eq!(u.stop, Stop::MaxStack);
-    let u = run(&p, &mut ModuleSpace::new(), &r, &chain_stack(), 0);
+    let u = run(&p, &mut ModuleSpace::default(), &r, &chain_stack(), 0);
     assert!(u.frames.is_empty());
 }
 
@@ -168,7 +172,7 @@ fn nothing_to_unwind() {
     let p = process(&obj);
     let r = regs(BASE + 0x1010, SP, 0);
     let s = chain_stack();
-    let mut space = ModuleSpace::new();
+    let mut space = ModuleSpace::default();
     let mut un = Unwinder::new(Arch::X86_64);
     let mut go = |abi, mask, values: &[u64], stack: &[u8]| {
         let bytes = words(values);
@@ -177,7 +181,7 @@ fn nothing_to_unwind() {
     assert_eq!(go(abi::NONE, MASK, &r, &s), Stop::NoUserRegs);
     assert_eq!(go(abi::ABI_64, MASK, &[], &s), Stop::NoUserRegs);
     assert_eq!(go(abi::ABI_64, MASK, &r, &[]), Stop::EmptyStack);
-    assert_eq!(go(abi::ABI_32, MASK, &r, &s), Stop::UnsupportedAbi);
+    assert_eq!(go(ABI_32, MASK, &r, &s), Stop::UnsupportedAbi);
     // No IP in the mask.
     assert_eq!(go(abi::ABI_64, 1 << 7, &[SP], &s), Stop::NoUserRegs);
 }
@@ -186,23 +190,23 @@ fn nothing_to_unwind() {
 fn a_sample_in_an_unloadable_map_has_no_user_frames() {
     // Like a sample in [vdso] when perf has no copy of it.
     let p = Fake {
-        maps: vec![MapRef { start: 0x7fff_0000_0000, end: 0x7fff_0000_2000, pgoff: 0, object: None, jitted: false }],
+        maps: vec![(0x7fff_0000_2000, MapRef { start: 0x7fff_0000_0000, pgoff: 0, object: None, jitted: false })],
         ..Default::default()
     };
-    let u = run(&p, &mut ModuleSpace::new(), &regs(0x7fff_0000_0100, SP, 0), &chain_stack(), 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(0x7fff_0000_0100, SP, 0), &chain_stack(), 127);
     assert_eq!(u, Unwound { frames: vec![], stop: Stop::FirstFrameNotReported });
 }
 
 #[test]
 fn a_first_sample_outside_any_map_cannot_attach() {
     let p = Fake::default();
-    let u = run(&p, &mut ModuleSpace::new(), &regs(0x1234, SP, 0), &chain_stack(), 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(0x1234, SP, 0), &chain_stack(), 127);
     assert_eq!(u.stop, Stop::NotAttached);
     // Once a module is known (an earlier sample), the same sample prints
     // the unknown frame, then tries the frame pointer.
     let obj = object(&chain_cfi(), None);
     let p = process(&obj);
-    let mut space = ModuleSpace::new();
+    let mut space = ModuleSpace::default();
     run(&p, &mut space, &regs(BASE + 0x1010, SP, 0), &chain_stack(), 127);
     let u = run(&p, &mut space, &regs(0x1234, SP, 0), &chain_stack(), 127);
     assert_eq!(u.frames.iter().map(|f| f.ip).collect::<Vec<_>>(), vec![0x1234]);
@@ -214,11 +218,11 @@ fn a_frame_in_an_unloadable_map_is_not_printed() {
     // f2 returns into anonymous memory (a map without a file): perf ends
     // the unwind there, without that frame.
     let obj = object(&chain_cfi(), None);
-    let anon = MapRef { start: 0x7000_0000_0000, end: 0x7000_0000_1000, pgoff: 0, object: None, jitted: false };
+    let anon = (0x7000_0000_1000, MapRef { start: 0x7000_0000_0000, pgoff: 0, object: None, jitted: false });
     let p = Fake { maps: vec![text_map(&obj), anon], ..Default::default() };
     let mut stack = chain_stack();
     stack[32..40].copy_from_slice(&(0x7000_0000_0010u64).to_le_bytes());
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
     assert_eq!(ips(&u), vec![0x1010, 0x114f]);
     assert_eq!(u.stop, Stop::FrameNotReported);
 }
@@ -232,15 +236,15 @@ fn outside_any_map_the_frame_pointer_takes_over() {
     let fp = SP + 16;
     // f1 returns to nowhere; [rbp] = 0; [rbp+8] returns into f4.
     let stack = stack_with(64, &[(0, 0x6000_0000), (16, 0), (24, BASE + 0x1310)]);
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, fp), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, fp), &stack, 127);
     assert_eq!(u.frames.iter().map(|f| f.ip).collect::<Vec<_>>(), vec![BASE + 0x1010, 0x6000_0000 - 1, BASE + 0x130f]);
     assert_eq!(u.stop, Stop::End);
     // rbp = 0: the fallback refuses, and the unknown frame is the last.
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
     assert_eq!(u.frames.len(), 2);
     assert_eq!(u.stop, Stop::NoCaller);
     // rbp below the stack pointer: the sp must move up.
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, SP - 64), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, SP - 64), &stack, 127);
     assert_eq!(u.frames.len(), 2);
     assert_eq!(u.stop, Stop::NoCaller);
 }
@@ -253,7 +257,7 @@ fn no_fde_means_frame_pointer_even_inside_a_module() {
     let obj = object(&b, None);
     let p = process(&obj);
     let stack = stack_with(64, &[(40, BASE + 0x1310)]);
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, SP + 32), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, SP + 32), &stack, 127);
     assert_eq!(ips(&u), vec![0x1010, 0x130f]);
     assert_eq!(u.stop, Stop::End);
 }
@@ -274,7 +278,7 @@ fn debug_frame_is_used_where_eh_frame_has_no_fde() {
     let obj = object(&b, Some(df));
     let p = process(&obj);
     let stack = stack_with(32, &[(8, BASE + 0x1310)]);
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
     assert_eq!(ips(&u), vec![0x1010, 0x130f]);
     assert_eq!(u.stop, Stop::End);
 }
@@ -300,7 +304,7 @@ fn signal_frames_are_activations() {
     // rip (interrupted in f5 at 0x1520, not after a call) at SP+24, the
     // interrupted rsp at SP+32; f5: CFA rsp+16 = SP+80, RA (into f4) at SP+72.
     let stack = stack_with(128, &[(0, BASE + 0x1401), (24, BASE + 0x1520), (32, SP + 64), (72, BASE + 0x1310)]);
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
     assert_eq!(ips(&u), vec![0x1010, 0x1401, 0x1520, 0x130f]);
     let act: Vec<bool> = u.frames.iter().map(|f| f.activation).collect();
     assert_eq!(act, vec![true, true, true, false]);
@@ -317,10 +321,10 @@ fn an_endless_stack_is_bounded_by_max_stack() {
     let obj = object(&b, None);
     let p = process(&obj);
     let stack = stack_with(16, &[(0, BASE + 0x1011)]);
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
     assert_eq!(u.frames.len(), 127);
     assert_eq!(u.stop, Stop::MaxStack);
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, 0), &stack, usize::MAX);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, 0), &stack, usize::MAX);
     assert_eq!(u.frames.len(), MAX_FRAMES);
 }
 
@@ -330,11 +334,11 @@ fn a_return_address_of_zero_ends_the_stack_and_ip_zero_is_not_printed() {
     let p = process(&obj);
     let mut stack = chain_stack();
     stack[0..8].copy_from_slice(&0u64.to_le_bytes());
-    let u = run(&p, &mut ModuleSpace::new(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
+    let u = run(&p, &mut ModuleSpace::default(), &regs(BASE + 0x1010, SP, 0), &stack, 127);
     assert_eq!(ips(&u), vec![0x1010]);
     assert_eq!(u.stop, Stop::End);
     // A sampled ip of 0 (a call through a null pointer): not printed.
-    let mut space = ModuleSpace::new();
+    let mut space = ModuleSpace::default();
     run(&p, &mut space, &regs(BASE + 0x1010, SP, 0), &chain_stack(), 127);
     let mut s = chain_stack();
     s[0..8].copy_from_slice(&(BASE + 0x1150).to_le_bytes());
@@ -359,7 +363,7 @@ fn hostile_cfi_and_stacks_never_panic() {
         let mut r: Vec<u64> = (0..20).map(|_| rng(u64::MAX)).collect();
         r[8] = BASE + 0x1000 + rng(0x400);
         r[7] = SP;
-        let u = run(&p, &mut ModuleSpace::new(), &r, &stack, 127);
+        let u = run(&p, &mut ModuleSpace::default(), &r, &stack, 127);
         assert!(u.frames.len() <= 127);
     }
 }
@@ -370,12 +374,12 @@ fn random_stacks_through_real_libc_never_panic() {
     let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
     let libc = Rc::new(Object::from_elf(next_id(), &elf, None).expect("libc object"));
     let p = Fake {
-        maps: vec![MapRef { start: BASE + 0x26000, end: BASE + 0x17c000, pgoff: 0x26000, object: Some(libc), jitted: false }],
+        maps: vec![(BASE + 0x17c000, MapRef { start: BASE + 0x26000, pgoff: 0x26000, object: Some(libc), jitted: false })],
         ..Default::default()
     };
     let mut rng = crate::testing::rng(0x1bad_b002);
     let mut unwinder = Unwinder::new(Arch::X86_64);
-    let mut space = ModuleSpace::new();
+    let mut space = ModuleSpace::default();
     for _ in 0..2000 {
         // Return addresses into libc's text mixed with garbage.
         let stack: Vec<u8> = (0..rng(64))

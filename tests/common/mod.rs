@@ -30,6 +30,7 @@ pub fn run(data: &[u8], stream: bool, config: ScriptConfig) -> Report {
             messages: vec![format!("pstitch: memory: {e}")],
             stats: Default::default(),
             stitch: Default::default(),
+            unwind: Default::default(),
             reading_cpu: Default::default(),
             printing_cpu: Default::default(),
         },
