@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use pstitch::Result;
 use pstitch::perf_data::Input;
 use pstitch::perf_data::sample::context;
-use pstitch::{Context, SampleEvent, Session, Tool};
+use pstitch::{Context, SampleEvent, Session, SessionOptions, SymbolConfig, Tool, UnwindOptions};
 
 /// (tid, time in ns, addresses shown).
 type Shown = (i32, u64, Vec<u64>);
@@ -71,8 +71,10 @@ fn parse(text: &str) -> Vec<Shown> {
             .expect("pid/tid");
         let tid = words[tid_at].rsplit('/').next().unwrap().parse().expect("tid");
         let time_at = words.iter().position(|w| w.ends_with(':') && w.contains('.')).expect("time");
-        let (secs, ns) = words[time_at].trim_end_matches(':').split_once('.').expect("secs.ns");
-        let time = secs.parse::<u64>().expect("secs") * 1_000_000_000 + ns.parse::<u64>().expect("ns");
+        let (secs, frac) = words[time_at].trim_end_matches(':').split_once('.').expect("secs.frac");
+        // Nanoseconds (--ns) or microseconds.
+        let scale = 10u64.pow(9 - frac.len() as u32);
+        let time = secs.parse::<u64>().expect("secs") * 1_000_000_000 + frac.parse::<u64>().expect("fraction") * scale;
         // Without a callchain the address follows the event name.
         let ip = words.iter().skip_while(|w| !w.ends_with(':') || w.contains('.')).skip(1).find_map(|w| u64::from_str_radix(w, 16).ok());
         out.push((tid, time, ip.into_iter().collect()));
@@ -81,10 +83,14 @@ fn parse(text: &str) -> Vec<Shown> {
 }
 
 fn run(perf_data: &Path) -> Vec<Shown> {
+    run_with(perf_data, Default::default())
+}
+
+fn run_with(perf_data: &Path, options: SessionOptions) -> Vec<Shown> {
     let mut input = Input::open(perf_data).expect("open");
     let (evlist, features, _) = input.take_header();
     let pipe = input.pipe;
-    let mut session = Session::new(input.records(), evlist, features, pipe, Default::default());
+    let mut session = Session::new(input.records(), evlist, features, pipe, options);
     let mut tool = Collect::default();
     session.run(&mut tool).expect("read");
     tool.samples
@@ -124,4 +130,28 @@ fn a_tool_that_prints_nothing_gets_the_samples_perf_prints() {
             assert_eq!(g, w, "{}: sample {i} (tid, time, callchain)", out.display());
         }
     }
+}
+
+/// `--call-graph dwarf` recordings: with unwinding asked for, the session
+/// delivers each sample with the user frames perf prints (`fields.out`:
+/// `--no-inline -F comm,pid,tid,time,event,ip,period`, times in
+/// microseconds), the objects found under the case's symfs.
+#[test]
+fn a_tool_gets_the_callchains_perf_unwinds() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut frames = 0;
+    for case in ["dwarf-c", "dwarf-c-1024", "dwarf-cpp", "dwarf-libc", "dwarf-python", "dwarf-rust"] {
+        let dir = golden.join(case);
+        let files = SymbolConfig { symfs: Some(dir.join("symfs")), buildid_dir: Some("/nonexistent".into()), ..SymbolConfig::perf() };
+        let options = SessionOptions { unwind: Some(UnwindOptions { max_stack: 127, files }), ..Default::default() };
+        let got = run_with(&dir.join("perf.data"), options);
+        let want = parse(&std::fs::read_to_string(dir.join("fields.out")).expect("golden output"));
+        assert_eq!(got.len(), want.len(), "{case}: samples delivered");
+        for (i, ((tid, time, ips), w)) in got.into_iter().zip(&want).enumerate() {
+            let shown = (tid, time / 1000 * 1000, ips);
+            assert_eq!(&shown, w, "{case}: sample {i} (tid, time, callchain)");
+            frames += shown.2.len();
+        }
+    }
+    assert!(frames > 10_000, "{frames} frames");
 }
