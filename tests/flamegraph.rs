@@ -136,7 +136,7 @@ fn dwarf_recordings_fold_like_perf() {
     std::panic::set_hook(Box::new(|_| {}));
     let mut report = Vec::new();
     let mut failures = Vec::new();
-    for case in ["dwarf-c", "dwarf-c-1024", "dwarf-cpp", "dwarf-libc", "dwarf-python", "dwarf-rust"] {
+    for case in ["dwarf-c", "dwarf-c-1024", "dwarf-cpp", "dwarf-libc", "dwarf-python", "dwarf-rust", "dwarf-pipe"] {
         for v in ["default", "no-inline", "syms"] {
             match compare(&golden().join(case), v) {
                 Ok(Some(folded)) => {

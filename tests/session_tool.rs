@@ -5,7 +5,8 @@
 //! The expected samples come from every golden variant made by perf-ref
 //! with exactly `--no-inline -F comm,pid,tid[,cpu],time,event,ip,period
 //! --ns`: each sample line gives the thread and the time, the lines under
-//! it the callchain's addresses.
+//! it the callchain's addresses. `--call-graph dwarf` samples are unwound
+//! by the session (asked to, as `pstitch script` does).
 
 use std::path::{Path, PathBuf};
 
@@ -82,8 +83,13 @@ fn parse(text: &str) -> Vec<Shown> {
     out
 }
 
+/// The samples of a case's recording as the session delivers them,
+/// `--call-graph dwarf` samples unwound with the case's symfs (as perf
+/// does for `perf script`).
 fn run(perf_data: &Path) -> Vec<Shown> {
-    run_with(perf_data, Default::default())
+    let dir = perf_data.parent().expect("case dir");
+    let files = SymbolConfig { symfs: Some(dir.join("symfs")), buildid_dir: Some("/nonexistent".into()), ..SymbolConfig::perf() };
+    run_with(perf_data, SessionOptions { unwind: Some(UnwindOptions { max_stack: 127, files }), ..Default::default() })
 }
 
 fn run_with(perf_data: &Path, options: SessionOptions) -> Vec<Shown> {
@@ -142,9 +148,7 @@ fn a_tool_gets_the_callchains_perf_unwinds() {
     let mut frames = 0;
     for case in ["dwarf-c", "dwarf-c-1024", "dwarf-cpp", "dwarf-libc", "dwarf-python", "dwarf-rust"] {
         let dir = golden.join(case);
-        let files = SymbolConfig { symfs: Some(dir.join("symfs")), buildid_dir: Some("/nonexistent".into()), ..SymbolConfig::perf() };
-        let options = SessionOptions { unwind: Some(UnwindOptions { max_stack: 127, files }), ..Default::default() };
-        let got = run_with(&dir.join("perf.data"), options);
+        let got = run(&dir.join("perf.data"));
         let want = parse(&std::fs::read_to_string(dir.join("fields.out")).expect("golden output"));
         assert_eq!(got.len(), want.len(), "{case}: samples delivered");
         for (i, ((tid, time, ips), w)) in got.into_iter().zip(&want).enumerate() {

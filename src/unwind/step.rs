@@ -66,7 +66,7 @@ pub(crate) struct RowCache {
 
 /// Forget everything past this many rows (a bound for garbage addresses
 /// from broken stacks).
-const MAX_CACHED_ROWS: usize = 1 << 20;
+const MAX_CACHED_ROWS: usize = 1 << 17;
 
 impl RowCache {
     fn get(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64) -> Option<Rc<Row>> {
