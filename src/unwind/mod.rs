@@ -70,6 +70,8 @@ pub trait Process {
 pub struct MapRef {
     pub start: u64,
     pub pgoff: u64,
+    /// The DSO's long name (libdw tells modules apart by the short name).
+    pub name: Rc<str>,
     /// The map's file as libdw would open it (perf reports the DSO's path
     /// under the symfs, else its build-id cache file); `None` when there
     /// is none (`[vdso]` outside the build-id cache, `[stack]`, anonymous
@@ -241,8 +243,8 @@ impl Unwinder {
         Unwound { frames, stop }
     }
 
-    fn step(&mut self, space: &ModuleSpace, mem: &Memory<'_>, state: &FrameState) -> Option<FrameState> {
-        let ctx = Ctx { arch: self.arch, space, mem };
-        step::unwind(&ctx, &mut self.rows, state)
+    fn step(&mut self, space: &mut ModuleSpace, mem: &Memory<'_>, state: &FrameState) -> Option<FrameState> {
+        let ctx = Ctx { arch: self.arch, mem };
+        step::unwind(&ctx, space, &mut self.rows, state)
     }
 }

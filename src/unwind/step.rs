@@ -90,18 +90,18 @@ impl RowCache {
 /// Everything a step reads.
 pub(crate) struct Ctx<'a> {
     pub arch: Arch,
-    pub space: &'a ModuleSpace,
     pub mem: &'a Memory<'a>,
 }
 
 /// `__libdwfl_frame_unwind`: the caller of `state`, or `None` when libdw
-/// has none to offer (its `state->unwound` stays NULL: an error).
-pub(crate) fn unwind(ctx: &Ctx<'_>, rows: &mut RowCache, state: &FrameState) -> Option<FrameState> {
+/// has none to offer (its `state->unwound` stays NULL: an error). The
+/// module is looked up in `space`.
+pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache, state: &FrameState) -> Option<FrameState> {
     let mut pc = state.pc;
     if !state.initial && !state.signal {
         pc = pc.wrapping_sub(1);
     }
-    if let Some(module) = ctx.space.find(pc) {
+    if let Some(module) = space.find(pc) {
         let object = &module.object;
         if let Some(eh) = &object.eh
             && let Some(row) = rows.get(ctx.arch, object.id(), Source::Eh, eh, pc.wrapping_sub(module.bias))

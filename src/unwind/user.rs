@@ -257,7 +257,7 @@ impl Process for View<'_> {
             Some(o) if !o.has_cfi() => self.no_cfi.set(Some(map.dso)),
             Some(_) => {}
         }
-        Some(MapRef { start: map.start, pgoff: map.pgoff, object, jitted: dso.name.starts_with("/tmp/jitted-") })
+        Some(MapRef { start: map.start, pgoff: map.pgoff, name: dso.name.clone(), object, jitted: dso.name.starts_with("/tmp/jitted-") })
     }
 
     fn read_file_word(&self, addr: u64) -> Option<u64> {
