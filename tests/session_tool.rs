@@ -8,6 +8,8 @@
 //! it the callchain's addresses. `--call-graph dwarf` samples are unwound
 //! by the session (asked to, as `pstitch script` does).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use pstitch::Result;
@@ -57,30 +59,13 @@ fn shown_entries(chain: &[u64]) -> Vec<u64> {
 
 /// The samples of a perf-ref output made with the fields above.
 fn parse(text: &str) -> Vec<Shown> {
-    let mut out: Vec<Shown> = Vec::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        if let Some(frame) = line.strip_prefix('\t') {
-            // Pipe-mode output names the symbol after the address.
-            let ip = u64::from_str_radix(frame.split_whitespace().next().expect("address"), 16).expect("hex address");
-            out.last_mut().expect("a frame after its sample").2.push(ip);
-            continue;
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let tid_at = words
-            .iter()
-            .position(|w| w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok()))
-            .expect("pid/tid");
-        let tid = words[tid_at].rsplit('/').next().unwrap().parse().expect("tid");
-        let time_at = words.iter().position(|w| w.ends_with(':') && w.contains('.')).expect("time");
-        let (secs, frac) = words[time_at].trim_end_matches(':').split_once('.').expect("secs.frac");
-        // Nanoseconds (--ns) or microseconds.
+    // Nanoseconds (--ns) or microseconds.
+    let ns = |t: &str| {
+        let (secs, frac) = t.split_once('.').expect("secs.frac");
         let scale = 10u64.pow(9 - frac.len() as u32);
-        let time = secs.parse::<u64>().expect("secs") * 1_000_000_000 + frac.parse::<u64>().expect("fraction") * scale;
-        // Without a callchain the address follows the event name.
-        let ip = words.iter().skip_while(|w| !w.ends_with(':') || w.contains('.')).skip(1).find_map(|w| u64::from_str_radix(w, 16).ok());
-        out.push((tid, time, ip.into_iter().collect()));
-    }
-    out
+        secs.parse::<u64>().expect("secs") * 1_000_000_000 + frac.parse::<u64>().expect("fraction") * scale
+    };
+    common::printed_samples(text).into_iter().map(|(tid, time, ips)| (tid as i32, ns(&time), ips)).collect()
 }
 
 /// The samples of a case's recording as the session delivers them,

@@ -546,6 +546,11 @@ impl Tool for Script {
         Ok(())
     }
 
+    /// The input pauses: what was printed so far goes out.
+    fn idle(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        self.flush().map_err(Error::Output)
+    }
+
     /// perf's `perf_event__process_tracing_data` (pipe mode).
     fn tracing_data(&mut self, data: &[u8]) {
         if let Err(e) = self.load_tracing_data(data, true) {
