@@ -10,10 +10,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use inferno::collapse::Collapse;
 use inferno::collapse::perf::Folder;
+
+mod common;
 
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -52,13 +53,7 @@ fn without_root(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 fn compare(case: &Path, variant: &str) -> Result<Option<BTreeMap<String, u64>>, String> {
     let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).unwrap();
     let expected = std::fs::read(case.join(format!("{variant}.out"))).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pstitch"))
-        .current_dir(case)
-        .env("PERF_BUILDID_DIR", "/nonexistent")
-        .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
-        .args(args.split_whitespace())
-        .output()
-        .unwrap();
+    let out = common::script_in_case(case, &args).unwrap();
     let Some(mut e) = fold(&expected) else { return Ok(None) };
     let Some(mut a) = fold(&out.stdout) else {
         return Err("inferno cannot read pstitch's output but reads perf's".to_string());
