@@ -289,6 +289,12 @@ impl Script {
             }
             self.heads.keep_tail(fields, s.period, evsel, &self.buf[from..]);
         }
+        if self.opts.fields.print_flags {
+            // perf's `"  %-*s "` of the branch-flags string, at least 21
+            // wide: empty for samples of ordinary recordings (only hardware
+            // tracing sets sample flags).
+            self.buf.extend_from_slice(&[b' '; 24]);
+        }
         if fields & f::TRACE != 0
             && let Some(raw) = s.raw {
                 self.print_trace(machine, attr, raw);
