@@ -136,7 +136,13 @@ impl UserUnwinder {
         let files = Files {
             symfs: options.files.symfs_dir().map(PathBuf::from),
             buildid_cache: options.files.buildid_cache(),
-            build_ids: build_ids.into_iter().map(|e| (e.filename, e.build_id)).collect(),
+            // A build-id of zeros or of no bytes is none (as the symbolizer
+            // takes them: perf's build_id__is_defined).
+            build_ids: build_ids
+                .into_iter()
+                .filter(|e| perf_data::features::build_id_is_defined(&e.build_id))
+                .map(|e| (e.filename, e.build_id))
+                .collect(),
             by_dso: Vec::new(),
         };
         UserUnwinder {
