@@ -24,10 +24,11 @@ mod tool;
 
 
 use crate::error::{Error, Result};
+use crate::fasthash::FastMap;
 use crate::machine::{Comm, Machine};
 use crate::unwind::{UnwindOptions, UserUnwinder};
 use perf_data::Error as Damaged;
-use perf_data::attr::{Attr, flag};
+use perf_data::attr::{Attr, flag, sample_type};
 use perf_data::bytes::Endian;
 use perf_data::compressed::{self, Decompressor};
 use perf_data::error::Warnings;
@@ -160,6 +161,8 @@ pub struct Session<'a> {
     merged: Vec<u64>,
     /// Unwinds `--call-graph dwarf` samples, if asked to.
     unwinder: Option<UserUnwinder>,
+    /// Counter values of PERF_SAMPLE_READ samples as last delivered.
+    read_values: ReadValuesSeen,
     endian: Endian,
     source: RecordSource<'a>,
     queue: OrderedEvents<'a>,
@@ -206,6 +209,7 @@ impl<'a> Session<'a> {
             stitcher: Stitcher::default(),
             merged: Vec::new(),
             unwinder,
+            read_values: ReadValuesSeen::default(),
             endian,
             source,
             queue: OrderedEvents::default(),
@@ -241,6 +245,7 @@ impl<'a> Session<'a> {
         let flushed = self.flush_all(tool);
         self.report(0, true);
         self.stats.nr_unordered = self.queue.nr_unordered;
+        self.stats.nr_unknown_id += std::mem::take(&mut self.read_values.unknown_id);
         if flushed.as_ref().is_err_and(|e| e.is_broken_pipe()) {
             return flushed;
         }
@@ -272,7 +277,7 @@ impl<'a> Session<'a> {
 
     /// The context a tool sees, and the session's own delivery state.
     fn parts(&mut self) -> Delivery<'_> {
-        Delivery { cx: context!(self), merged: &mut self.merged, unwinder: self.unwinder.as_mut() }
+        Delivery { cx: context!(self), merged: &mut self.merged, read_values: &mut self.read_values, unwinder: self.unwinder.as_mut() }
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -514,7 +519,7 @@ impl<'a> Session<'a> {
     fn deliver_held(&mut self, tool: &mut dyn Tool, h: &HeldSample, d: Option<DeferredCallchainRecord<'_>>, cookie: Option<u64>) -> Result<()> {
         let evsel = h.evsel as usize;
         let e = self.endian;
-        let Delivery { cx, merged, unwinder } = self.parts();
+        let Delivery { cx, merged, read_values, unwinder } = self.parts();
         let attr = &cx.evlist.evsels[evsel].attr;
         let record = Record { header: RecordHeader::parse(&h.bytes, e).ok_or_else(|| Damaged::in_record(h.offset, kind::SAMPLE, "held record truncated"))?, bytes: &h.bytes, endian: e };
         let s = Sample::parse(record.body(), attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
@@ -529,7 +534,7 @@ impl<'a> Session<'a> {
             }
             (_, chain) => chain.map(Callchain::Recorded),
         };
-        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), unwinder }, h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
+        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), read_values, unwinder }, h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
     }
 
     /// Any other kernel record: the machine takes it in, the tool sees it.
@@ -725,11 +730,7 @@ impl<'a> Session<'a> {
     /// refuses compressed data without HEADER_COMPRESSED; pstitch reads it
     /// with a smaller bound (32 MiB).
     fn chunk_limit(&self) -> usize {
-        let max = self.limits.max_chunk_output.max(1 << 20);
-        match self.features.compressed() {
-            Some(c) => (c.mmap_len as usize).saturating_add(64 << 10).clamp(1 << 20, max),
-            None => max.min(32 << 20),
-        }
+        compressed::chunk_limit(self.features.compressed().map(|c| c.mmap_len), self.limits.max_chunk_output)
     }
 
     fn decompress(&mut self, tool: &mut dyn Tool, offset: u64, header: RecordHeader, body: &[u8]) -> Result<()> {
@@ -775,7 +776,59 @@ struct Delivery<'s> {
     cx: Context<'s>,
     /// A merged deferred callchain being delivered.
     merged: &'s mut Vec<u64>,
+    /// PERF_SAMPLE_READ counters as last delivered.
+    read_values: &'s mut ReadValuesSeen,
     unwinder: Option<&'s mut UserUnwinder>,
+}
+
+/// perf's period storage of PERF_SAMPLE_READ counters: the value each
+/// counter (by id; and by thread for inherited counters) had when last
+/// delivered.
+#[derive(Debug, Default)]
+struct ReadValuesSeen {
+    last: FastMap<(u64, i32), u64>,
+    /// Counters whose id is not in the header (their samples are not
+    /// delivered, as in perf; added to [`Stats::nr_unknown_id`]).
+    unknown_id: u64,
+}
+
+/// Delivers a sample: a PERF_SAMPLE_READ sample is split into one sample
+/// per counter as perf's `evlist__deliver_sample` splits it: the counter's
+/// event, its id, and as period the counter's change since the last sample
+/// (none for a counter that did not change).
+#[allow(clippy::too_many_arguments)]
+fn deliver_filtered(
+    tool: &mut dyn Tool,
+    Delivery { mut cx, read_values: seen, mut unwinder, .. }: Delivery<'_>,
+    offset: u64,
+    evsel: usize,
+    record: Record<'_>,
+    s: &Sample<'_>,
+    callchain: Option<Callchain<'_>>,
+    held_comm: Option<&Comm>,
+    cookie: Option<u64>,
+) -> Result<()> {
+    let attr = &cx.evlist.evsels[evsel].attr;
+    let Some(read) = s.read.filter(|_| attr.samples(sample_type::READ)) else {
+        return deliver_one(tool, &mut cx, unwinder, offset, evsel, record, s, callchain, held_comm, cookie);
+    };
+    // perf_evsel__attr_has_per_thread_sample_period.
+    let per_thread = attr.samples(sample_type::TID) && attr.has(flag::INHERIT);
+    for (id, value) in read.iter() {
+        let id = id.unwrap_or(0);
+        let Some(member) = cx.evlist.by_id(id) else {
+            seen.unknown_id += 1;
+            continue;
+        };
+        let last = seen.last.entry((id, if per_thread { s.tid } else { -1 })).or_insert(0);
+        let period = value.wrapping_sub(*last);
+        *last = value;
+        if period != 0 {
+            let one = Sample { id: Some(id), period, ..*s };
+            deliver_one(tool, &mut cx, unwinder.as_deref_mut(), offset, member, record, &one, callchain, held_comm, cookie)?;
+        }
+    }
+    Ok(())
 }
 
 /// Delivers a sample that passes the filters, with its thread resolved
@@ -784,9 +837,10 @@ struct Delivery<'s> {
 /// `thread__resolve_callchain_unwind`). `held_comm`: the comm of a sample
 /// that was held for its deferred callchain.
 #[allow(clippy::too_many_arguments)]
-fn deliver_filtered(
+fn deliver_one(
     tool: &mut dyn Tool,
-    Delivery { mut cx, unwinder, .. }: Delivery<'_>,
+    cx: &mut Context<'_>,
+    unwinder: Option<&mut UserUnwinder>,
     offset: u64,
     evsel: usize,
     record: Record<'_>,
@@ -814,7 +868,7 @@ fn deliver_filtered(
         }
         (c, _) => c,
     };
-    tool.sample(&mut cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
+    tool.sample(cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
 }
 
 /// The cookie of a sample whose user callchain was deferred: the event has
