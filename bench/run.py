@@ -3,13 +3,19 @@
 in the same run on the same machine.
 
     sudo bench/run.py [--runs 3] [--seconds 20] [--freq 20000] [--workdir DIR] [--rerecord] [--no-pgo]
+                      [--only no-inline,inline,lagging,dwarf]
 
 1. Prepares (once, cached in --workdir; --rerecord redoes it):
    - a large real recording: `perf record -a -g -F <freq>` over a mixed
      workload (the C, C++ and Rust programs from tests/workloads in loops,
      plus compression and file-system work) for <seconds> seconds;
    - its deferred form (pstitch-defer) and a variant whose deferred records
-     lag ~20000 records behind their samples (pstitch-defer --delay-records).
+     lag ~20000 records behind their samples (pstitch-defer --delay-records);
+   - a `--call-graph dwarf` recording (issue 25) of the programs without
+     frame pointers (C, C++, Rust, libc-heavy, Debian's python3) in loops:
+     `perf record --call-graph dwarf -F 12500` for 24 s, about 100,000
+     samples and 850 MB (each sample carries an 8 KiB stack copy), unwound
+     by perf through libdw and by pstitch in process.
 2. Builds pstitch twice: `cargo build --release`, and the profile-guided
    release build of bench/pgo-build.sh (trained on the golden tests'
    recordings, never on the benchmark's), which is the one the targets are
@@ -20,6 +26,7 @@ in the same run on the same machine.
    - the recording with inline frames (the default),
    - the lagging deferred variant with --no-inline,
    - the same deferred variant without lag (pstitch only: the 1.5x lag budget),
+   - the dwarf recording (default output: unwound, inline frames),
    and prints median wall time, the perf/pstitch ratio and peak RSS;
    then `pstitch inject` on the deferred variant (to a file in --workdir)
    against `pstitch script --no-inline` on it (budget: no slower), and
@@ -46,7 +53,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERF_REF = os.environ.get("PERF_REF", "/work/shared/reference-perf/perf-ref")
 BIN = "/tmp/pstitch-fixtures/bin"
-TARGETS = {"no-inline": 10.0, "inline": 20.0, "lagging": 50.0}
+TARGETS = {"no-inline": 10.0, "inline": 20.0, "lagging": 50.0, "dwarf": 30.0}
 # The comm at the start of a sample line: up to the tid before " [cpu]".
 SAMPLE_HEAD = re.compile(rb"^(.*?)\s+\d+(?:/\d+)?\s+\[")
 
@@ -81,7 +88,19 @@ def prepare(args):
     if args.rerecord or not os.path.exists(lagging):
         sh([defer, big, deferred])
         sh([defer, "--delay-records", "20000", big, lagging])
-    return big, deferred, lagging
+    dwarf = os.path.join(wd, "dwarf.data")
+    if args.rerecord or not os.path.exists(dwarf):
+        sh([os.path.join(ROOT, "tests/workloads/build.sh")], stdout=subprocess.DEVNULL)
+        secs = 24
+        # The programs built without frame pointers, each in a loop: user
+        # stacks through the programs, libc, libstdc++, libm and libpython.
+        loops = [f"{BIN}/dwarfwork 800", f"{BIN}/cppdwarf 1200", f"{BIN}/rustdwarf 4000",
+                 f"{BIN}/libcwork 1800", f"python3 {BIN}/pywork.py 2400"]
+        workload = " ".join(f"timeout {secs} sh -c 'while :; do {cmd} >/dev/null; done' &" for cmd in loops) + " wait"
+        # 16 MiB ring buffers: 8 KiB per sample overflows the default ones.
+        sh(["perf", "record", "-q", "-m", "16M", "-e", "cpu-clock", "-F", "12500", "--call-graph", "dwarf",
+            "-o", "dwarf.data", "--", "sh", "-c", workload], cwd=wd, stderr=subprocess.DEVNULL)
+    return big, deferred, lagging, dwarf
 
 
 def count_samples(path):
@@ -201,7 +220,7 @@ def main():
     ap.add_argument("--freq", type=int, default=20000)
     ap.add_argument("--workdir", default="/tmp/pstitch-bench")
     ap.add_argument("--rerecord", action="store_true")
-    ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging,inject")
+    ap.add_argument("--only", help="comma-separated subset of: no-inline,inline,lagging,inject,dwarf")
     ap.add_argument("--no-pgo", action="store_true", help="measure the cargo build alone")
     ap.add_argument("--baseline", help="another pstitch binary (an earlier build) to time in the same runs and compare")
     args = ap.parse_args()
@@ -211,7 +230,7 @@ def main():
     BINARIES["cargo"] = cargo_build
     BINARIES["pstitch"] = cargo_build
 
-    big, deferred, lagging = prepare(args)
+    big, deferred, lagging, dwarf = prepare(args)
     if not args.no_pgo:
         BINARIES["pstitch"] = subprocess.run([os.path.join(ROOT, "bench/pgo-build.sh")], check=True,
                                              capture_output=True, text=True).stdout.strip()
@@ -222,9 +241,10 @@ def main():
     n = count_samples(big)
     print(f"recording: {big}: {n} samples, {os.path.getsize(big) / 1e6:.0f} MB; "
           f"deferred variants: {os.path.basename(deferred)}, {os.path.basename(lagging)} (records lag 20000 behind)")
+    print(f"dwarf recording: {dwarf}: {count_samples(dwarf)} samples, {os.path.getsize(dwarf) / 1e6:.0f} MB")
 
     cases = [("no-inline", big, ["--no-inline"], False), ("inline", big, [], False),
-             ("lagging", lagging, ["--no-inline"], True)]
+             ("lagging", lagging, ["--no-inline"], True), ("dwarf", dwarf, [], False)]
     if args.only:
         keep = set(args.only.split(","))
         cases = [c for c in cases if c[0] in keep]

@@ -8,6 +8,7 @@
 //!   -> session (ordering, deferred stitching, filters; keeps the machine)
 //!     -> machine (threads, comms, maps)
 //!       -> symbols (ELF, DWARF inline frames, kallsyms, demangling)
+//!       -> unwind (user stacks of --call-graph dwarf samples, libdw's way)
 //!         -> a tool: script (perf script's text), or yours
 //! ```
 //!
@@ -64,6 +65,7 @@ pub mod script;
 mod session;
 mod symbols;
 mod tracepoint;
+mod unwind;
 
 pub use perf_data;
 
@@ -72,8 +74,9 @@ pub use error::{Error, Result};
 pub use machine::{Comm, CpuMode, Dso, DsoId, DsoKind, Dsos, Machine, Map, MapKind, Maps, Thread};
 pub use session::{
     Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, Limits, Progress, SampleEvent, SampleFilter, Session, SessionOptions, SideBand,
-    Stats, StitchStats, Tool, Why,
+    Stats, StitchStats, Tool, UnwindStats, Why,
 };
+pub use unwind::UnwindOptions;
 pub use symbols::demangle::{cxx as demangle_cxx, demangle};
 pub use symbols::{Addr2line, Addr2lineRecord, InlineEntry, Symbol, SymbolConfig, Symbolizer};
 

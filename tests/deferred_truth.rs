@@ -16,7 +16,6 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use pstitch::Result;
 use pstitch::{Context, DeferredEvent, SampleEvent, Tool};
@@ -82,13 +81,7 @@ fn check_case(case: &Path) -> std::result::Result<Verdict, String> {
         .ok_or("no original named in deviations")?;
     let original = golden().join(original.trim());
     let args = std::fs::read_to_string(case.join("fields.args")).map_err(|e| e.to_string())?;
-    let out = Command::new(env!("CARGO_BIN_EXE_pstitch"))
-        .current_dir(case)
-        .env("PERF_BUILDID_DIR", "/nonexistent")
-        .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
-        .args(args.split_whitespace())
-        .output()
-        .map_err(|e| e.to_string())?;
+    let out = common::script_in_case(case, &args).map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!("pstitch failed: {}", String::from_utf8_lossy(&out.stderr)));
     }

@@ -10,10 +10,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use inferno::collapse::Collapse;
 use inferno::collapse::perf::Folder;
+
+mod common;
 
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -46,6 +47,28 @@ fn without_root(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     out
 }
 
+/// Folds perf-ref's output of `case/variant` and pstitch's for the same
+/// options: `Ok(Some(stacks))` if they fold to the same stacks,
+/// `Ok(None)` if inferno cannot read perf's output either.
+fn compare(case: &Path, variant: &str) -> Result<Option<BTreeMap<String, u64>>, String> {
+    let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).unwrap();
+    let expected = std::fs::read(case.join(format!("{variant}.out"))).unwrap();
+    let out = common::script_in_case(case, &args).unwrap();
+    let Some(mut e) = fold(&expected) else { return Ok(None) };
+    let Some(mut a) = fold(&out.stdout) else {
+        return Err("inferno cannot read pstitch's output but reads perf's".to_string());
+    };
+    if case.join("deviations").exists() {
+        e = without_root(&e);
+        a = without_root(&a);
+    }
+    if e != a {
+        let missing = e.keys().find(|k| a.get(*k) != e.get(*k));
+        return Err(format!("folded stacks differ, e.g. {missing:?}"));
+    }
+    Ok(Some(e))
+}
+
 #[test]
 fn folded_stacks_match_perfs() {
     // inferno reports its own assertion failures through the panic hook.
@@ -62,7 +85,6 @@ fn folded_stacks_match_perfs() {
     let (mut compared, mut stacks, mut failures) = (0, 0, Vec::new());
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
-        let deviates = case.join("deviations").exists();
         let mut variants: Vec<String> = std::fs::read_dir(case)
             .unwrap()
             .flatten()
@@ -78,28 +100,13 @@ fn folded_stacks_match_perfs() {
             if args.contains("--header") {
                 continue;
             }
-            let expected = std::fs::read(case.join(format!("{v}.out"))).unwrap();
-            let out = Command::new(env!("CARGO_BIN_EXE_pstitch"))
-                .current_dir(case)
-                .env("PERF_BUILDID_DIR", "/nonexistent")
-                .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
-                .args(args.split_whitespace())
-                .output()
-                .unwrap();
-            let Some(mut e) = fold(&expected) else { continue };
-            let Some(mut a) = fold(&out.stdout) else {
-                failures.push(format!("{id}: inferno cannot read pstitch's output but reads perf's"));
-                continue;
-            };
-            if deviates {
-                e = without_root(&e);
-                a = without_root(&a);
-            }
-            compared += 1;
-            stacks += e.len();
-            if e != a {
-                let missing = e.keys().find(|k| a.get(*k) != e.get(*k));
-                failures.push(format!("{id}: folded stacks differ, e.g. {missing:?}"));
+            match compare(case, &v) {
+                Ok(Some(folded)) => {
+                    compared += 1;
+                    stacks += folded.len();
+                }
+                Ok(None) => {}
+                Err(why) => failures.push(format!("{id}: {why}")),
             }
         }
     }
@@ -111,5 +118,35 @@ fn folded_stacks_match_perfs() {
     // carry the stacks. Comparing none is only acceptable while they are
     // still pending.
     assert!(stacks > 0 || pending.iter().any(|p| p.ends_with("/default")), "no stacks were compared");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `--call-graph dwarf` recordings (issue 25): a flamegraph of one is made
+/// of the unwound user frames. Each case's symbolized variants fold to
+/// perf's stacks, which run through several user functions: without
+/// unwinding the user part, a stack would be the comm and the sampled
+/// function alone (dwarf-c: one distinct stack where perf gives dozens).
+#[test]
+fn dwarf_recordings_fold_like_perf() {
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for case in ["dwarf-c", "dwarf-c-1024", "dwarf-cpp", "dwarf-libc", "dwarf-python", "dwarf-rust", "dwarf-pipe"] {
+        for v in ["default", "no-inline", "syms"] {
+            match compare(&golden().join(case), v) {
+                Ok(Some(folded)) => {
+                    let deepest = folded.keys().map(|k| k.matches(';').count() + 1).max().unwrap_or(0);
+                    report.push(format!("{case}/{v}: {} stacks, the deepest of {deepest} frames", folded.len()));
+                    if folded.len() < 5 || deepest < 5 {
+                        failures.push(format!("{case}/{v}: only {} distinct stacks, the deepest of {deepest} frames", folded.len()));
+                    }
+                }
+                Ok(None) => failures.push(format!("{case}/{v}: inferno cannot read perf's output")),
+                Err(why) => failures.push(format!("{case}/{v}: {why}")),
+            }
+        }
+    }
+    let _ = std::panic::take_hook();
+    println!("{}", report.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -113,6 +113,25 @@ fn cases() -> Vec<Case> {
             symfs: vec![(&FIFO_DSO[1..], Entry::Fifo)],
             args: "-F comm,tid,ip,sym,dso",
         },
+        // Issue 25: --call-graph dwarf samples that cannot be unwound. Every
+        // stack copy empty (dyn_size 0): no user frames at all.
+        Case {
+            name: "dwarf-empty-stacks",
+            perf_data: generate::empty_user_stacks(&fixture("tests/golden/dwarf-c/perf.data")),
+            symfs: vec![],
+            args: "--no-inline",
+        },
+        // The program's CFI hidden from libdw: its frames are unwound by
+        // the frame-pointer fallback (the program has no frame pointers).
+        Case {
+            name: "dwarf-no-cfi",
+            perf_data: fixture("tests/golden/dwarf-c/perf.data"),
+            symfs: vec![(
+                "tmp/pstitch-fixtures/bin/dwarfwork",
+                Entry::File(generate::without_cfi(&fixture("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/dwarfwork"))),
+            )],
+            args: "--no-inline",
+        },
         // Item 11: tracing data whose kallsyms size runs 4 GiB past its end.
         Case {
             name: "tracing-kallsyms-size",
@@ -257,7 +276,8 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
     format!("{} lines against {}", a.lines().count(), b.lines().count())
 }
 
-fn check_case(name: &str) {
+/// Runs a case, checks its output against perf-ref's; pstitch's stderr.
+fn check_case(name: &str) -> String {
     let case = cases().into_iter().find(|c| c.name == name).expect("case");
     let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id())).join(name);
     write_case(&case, &dir, false);
@@ -266,6 +286,7 @@ fn check_case(name: &str) {
     assert_eq!(code, Some(0), "{name}: {err}");
     assert!(out == want, "{name}: output differs from perf-ref's: {}", first_difference(&out, &want));
     let _ = std::fs::remove_dir_all(&dir);
+    err
 }
 
 #[test]
@@ -294,6 +315,23 @@ fn a_fifo_in_the_symfs_is_skipped_without_waiting() {
     std::fs::create_dir_all(host.parent().unwrap()).unwrap();
     std::fs::write(host, b"not an ELF file").unwrap();
     check_case("fifo-dso");
+}
+
+
+/// perf prints `--call-graph dwarf` samples it cannot unwind without user
+/// frames, silently; pstitch prints the same and says so once, with the
+/// counts.
+#[test]
+fn dwarf_samples_that_cannot_be_unwound_are_said_once() {
+    let err = check_case("dwarf-empty-stacks");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("--call-graph dwarf")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("199 of 199 samples have no user frames (199 with an empty user stack copy)"), "{err}");
+    let err = check_case("dwarf-no-cfi");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("--call-graph dwarf")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("31 of 199 samples have no user frames (31 taken in a map without an object file"), "{err}");
+    assert!(lines[0].contains("unwound through objects without CFI (.eh_frame, .debug_frame), by frame pointers: /tmp/pstitch-fixtures/bin/dwarfwork"), "{err}");
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! The expected samples come from every golden variant made by perf-ref
 //! with exactly `--no-inline -F comm,pid,tid[,cpu],time,event,ip,period
 //! --ns`: each sample line gives the thread and the time, the lines under
-//! it the callchain's addresses.
+//! it the callchain's addresses. `--call-graph dwarf` samples are unwound
+//! by the session (asked to, as `pstitch script` does).
 
 mod common;
 
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use pstitch::Result;
 use pstitch::perf_data::Input;
 use pstitch::perf_data::sample::context;
-use pstitch::{Context, SampleEvent, Session, Tool};
+use pstitch::{Context, SampleEvent, Session, SessionOptions, SymbolConfig, Tool, UnwindOptions};
 
 /// (tid, time in ns, addresses shown).
 type Shown = (i32, u64, Vec<u64>);
@@ -58,18 +59,29 @@ fn shown_entries(chain: &[u64]) -> Vec<u64> {
 
 /// The samples of a perf-ref output made with the fields above.
 fn parse(text: &str) -> Vec<Shown> {
+    // Nanoseconds (--ns) or microseconds.
     let ns = |t: &str| {
-        let (secs, ns) = t.split_once('.').expect("secs.ns");
-        secs.parse::<u64>().expect("secs") * 1_000_000_000 + ns.parse::<u64>().expect("ns")
+        let (secs, frac) = t.split_once('.').expect("secs.frac");
+        let scale = 10u64.pow(9 - frac.len() as u32);
+        secs.parse::<u64>().expect("secs") * 1_000_000_000 + frac.parse::<u64>().expect("fraction") * scale
     };
     common::printed_samples(text).into_iter().map(|(tid, time, ips)| (tid as i32, ns(&time), ips)).collect()
 }
 
+/// The samples of a case's recording as the session delivers them,
+/// `--call-graph dwarf` samples unwound with the case's symfs (as perf
+/// does for `perf script`).
 fn run(perf_data: &Path) -> Vec<Shown> {
+    let dir = perf_data.parent().expect("case dir");
+    let files = SymbolConfig { symfs: Some(dir.join("symfs")), buildid_dir: Some("/nonexistent".into()), ..SymbolConfig::perf() };
+    run_with(perf_data, SessionOptions { unwind: Some(UnwindOptions { max_stack: 127, files }), ..Default::default() })
+}
+
+fn run_with(perf_data: &Path, options: SessionOptions) -> Vec<Shown> {
     let mut input = Input::open(perf_data).expect("open");
     let (evlist, features, _) = input.take_header();
     let pipe = input.pipe;
-    let mut session = Session::new(input.records(), evlist, features, pipe, Default::default());
+    let mut session = Session::new(input.records(), evlist, features, pipe, options);
     let mut tool = Collect::default();
     session.run(&mut tool).expect("read");
     tool.samples
@@ -109,4 +121,26 @@ fn a_tool_that_prints_nothing_gets_the_samples_perf_prints() {
             assert_eq!(g, w, "{}: sample {i} (tid, time, callchain)", out.display());
         }
     }
+}
+
+/// `--call-graph dwarf` recordings: with unwinding asked for, the session
+/// delivers each sample with the user frames perf prints (`fields.out`:
+/// `--no-inline -F comm,pid,tid,time,event,ip,period`, times in
+/// microseconds), the objects found under the case's symfs.
+#[test]
+fn a_tool_gets_the_callchains_perf_unwinds() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut frames = 0;
+    for case in ["dwarf-c", "dwarf-c-1024", "dwarf-cpp", "dwarf-libc", "dwarf-python", "dwarf-rust"] {
+        let dir = golden.join(case);
+        let got = run(&dir.join("perf.data"));
+        let want = parse(&std::fs::read_to_string(dir.join("fields.out")).expect("golden output"));
+        assert_eq!(got.len(), want.len(), "{case}: samples delivered");
+        for (i, ((tid, time, ips), w)) in got.into_iter().zip(&want).enumerate() {
+            let shown = (tid, time / 1000 * 1000, ips);
+            assert_eq!(&shown, w, "{case}: sample {i} (tid, time, callchain)");
+            frames += shown.2.len();
+        }
+    }
+    assert!(frames > 10_000, "{frames} frames");
 }

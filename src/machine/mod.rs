@@ -37,6 +37,8 @@ pub struct Thread {
     /// `None` until a COMM (or a FORK from a named parent) sets it.
     comm: Option<Comm>,
     maps: MapGroup,
+    /// The number of the map group `maps` is (see [`Thread::map_group`]).
+    group: u64,
 }
 
 /// A process's maps, shared by its threads. The maps themselves are
@@ -66,6 +68,14 @@ impl Thread {
 
     pub fn maps(&self) -> std::cell::Ref<'_, Maps> {
         std::cell::Ref::map(self.maps.borrow(), |m| &**m)
+    }
+
+    /// Which address space the thread is in (perf's `struct maps`): the
+    /// threads of one process share one, a forked process gets a new one,
+    /// and no two map groups of a run have the same number. State kept per
+    /// address space (the unwinder's modules) is kept by this number.
+    pub fn map_group(&self) -> u64 {
+        self.group
     }
 }
 
@@ -116,6 +126,8 @@ pub struct Machine {
     /// map added, removed or resized, a thread created, gone or moved to
     /// another map group. What was found at one epoch holds until the next.
     epoch: u64,
+    /// Map groups made so far (the next one's number).
+    groups: u64,
 }
 
 impl Default for Machine {
@@ -137,6 +149,7 @@ impl Machine {
             forks_without_maps: 0,
             fork_map_budget: MAX_FORK_MAP_COPIES,
             epoch: 0,
+            groups: 0,
         };
         m.findnew_thread(0, 0).comm = Some("swapper".into());
         m
@@ -159,19 +172,23 @@ impl Machine {
                 self.epoch += 1;
                 self.threads.get_mut(&tid).expect("present").pid = pid;
                 if pid != tid {
-                    let leader_maps = self.findnew_thread(pid, pid).maps.clone();
-                    self.threads.get_mut(&tid).expect("present").maps = leader_maps;
+                    let leader = self.findnew_thread(pid, pid);
+                    let (maps, group) = (leader.maps.clone(), leader.group);
+                    let t = self.threads.get_mut(&tid).expect("present");
+                    (t.maps, t.group) = (maps, group);
                 }
             }
             return self.threads.get_mut(&tid).expect("present");
         }
         self.epoch += 1;
-        let maps = if pid == tid || pid == -1 {
-            new_group()
+        let (maps, group) = if pid == tid || pid == -1 {
+            self.groups += 1;
+            (new_group(), self.groups)
         } else {
-            self.findnew_thread(pid, pid).maps.clone()
+            let leader = self.findnew_thread(pid, pid);
+            (leader.maps.clone(), leader.group)
         };
-        self.threads.entry(tid).or_insert(Thread { pid, tid, comm: None, maps })
+        self.threads.entry(tid).or_insert(Thread { pid, tid, comm: None, maps, group })
     }
 
     pub(crate) fn process_comm(&mut self, c: &CommRecord<'_>) {
@@ -431,6 +448,26 @@ mod tests {
         assert_eq!((m.fork_maps_copied, m.forks_without_maps), (8, 3));
         assert!(m.find_map(20, CpuMode::User, 0x1000).is_some(), "process 20 has 10's maps as well");
         assert!(m.find_map(20, CpuMode::User, 0x100_0000).is_some(), "and its own");
+    }
+
+    /// Threads of a process are in its map group; a forked process, a
+    /// process whose pid comes back after an exit, get new ones.
+    #[test]
+    fn map_groups_follow_address_spaces() {
+        let mut m = Machine::new();
+        let g10 = m.findnew_thread(10, 10).map_group();
+        assert_eq!(m.findnew_thread(10, 11).map_group(), g10);
+        m.process_fork(&task(20, 10, 20, 10), 0);
+        let g20 = m.thread(20).unwrap().map_group();
+        assert_ne!(g20, g10);
+        m.process_fork(&task(20, 20, 21, 20), 0);
+        assert_eq!(m.thread(21).unwrap().map_group(), g20);
+        // A thread seen before its pid: it joins the leader's group.
+        m.findnew_thread(-1, 30);
+        assert_eq!(m.findnew_thread(10, 30).map_group(), g10);
+        m.process_exit(&task(20, 10, 20, 10));
+        m.process_exit(&task(20, 20, 21, 20));
+        assert!(![g10, g20].contains(&m.findnew_thread(20, 20).map_group()));
     }
 
     #[test]

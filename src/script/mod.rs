@@ -333,6 +333,12 @@ impl Script {
                     self.buf.push(b'\n');
                     self.print_callchain(machine, s.tid, c.iter(), ty, ev.cookie);
                 }
+                (true, Some(Callchain::Unwound { recorded, user })) => {
+                    // perf cuts each part at --max-stack on its own.
+                    self.buf.push(b'\n');
+                    self.print_callchain(machine, s.tid, recorded.iter(), ty, None);
+                    self.print_callchain(machine, s.tid, std::iter::once(context::USER).chain(user.iter().copied()), ty, None);
+                }
                 _ => {
                     self.buf.push(b' ');
                     self.print_ip_line(machine, s.tid, CpuMode::from_misc(misc), s.ip, ip_opts);

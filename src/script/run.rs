@@ -6,7 +6,8 @@ use std::io::Write;
 use super::{Script, ScriptOptions, header};
 use crate::engine::Threads;
 use crate::error::Error;
-use crate::session::{Progress, Session, SessionOptions, Stats, StitchStats};
+use crate::session::{Progress, Session, SessionOptions, Stats, StitchStats, UnwindStats};
+use crate::unwind::UnwindOptions;
 use crate::symbols::{SymbolConfig, Symbolizer};
 use perf_data::Input;
 use perf_data::attr::{flag, sample_type};
@@ -87,6 +88,8 @@ pub struct Report {
     pub stats: Stats,
     /// What became of deferred callchains.
     pub stitch: StitchStats,
+    /// What became of `--call-graph dwarf` samples.
+    pub unwind: UnwindStats,
     /// CPU time of the reading side, and of the printing threads.
     pub reading_cpu: std::time::Duration,
     pub printing_cpu: std::time::Duration,
@@ -99,6 +102,7 @@ impl Report {
             messages,
             stats: Stats::default(),
             stitch: StitchStats::default(),
+            unwind: UnwindStats::default(),
             reading_cpu: Default::default(),
             printing_cpu: Default::default(),
         }
@@ -185,6 +189,11 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     for w in &warnings {
         messages.push(format!("pstitch: {name}: warning: {w}"));
     }
+    // perf unwinds --call-graph dwarf samples when it prints their
+    // callchain.
+    if session_opts.unwind.is_none() && !output.hide_call_graph {
+        session_opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone() });
+    }
     let mut symbolizer = Symbolizer::new(symbols);
     symbolizer.set_build_ids(features.build_ids());
     if threads == Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(flag::EXCLUDE_KERNEL)) {
@@ -228,8 +237,10 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     let flushed = script.flush();
     let stats = session.stats.clone();
     let stitch = session.stitch_stats();
+    let unwind = session.unwind_stats();
+    let unwind_message = unwind_message(&unwind);
     let (reading_cpu, printing_cpu) = (crate::engine::thread_cpu(), script.printer_cpu());
-    let report = |outcome, messages| Report { outcome, messages, stats, stitch, reading_cpu, printing_cpu };
+    let report = |outcome, messages| Report { outcome, messages, stats, stitch, unwind, reading_cpu, printing_cpu };
     // `pstitch script ... | head`: the reader has gone, so has our audience.
     if result.as_ref().is_err_and(Error::is_broken_pipe) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
         return report(Outcome::Printed, messages);
@@ -260,6 +271,9 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
             stitch.merged, stitch.held, stitch.unmerged, stitch.flushed, stitch.unmatched_records, stitch.deferred_records
         ));
     }
+    if let Some(m) = unwind_message {
+        messages.push(format!("pstitch: {name}: warning: {m}"));
+    }
     let mut outcome = Outcome::Printed;
     if let Err(e) = flushed {
         messages.push(format!("pstitch: writing output: {e}"));
@@ -269,4 +283,42 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
         outcome = Outcome::Failed;
     }
     report(outcome, messages)
+}
+
+/// What pstitch says about `--call-graph dwarf` samples it could not
+/// unwind, or not completely (perf prints them the same way, silently).
+fn unwind_message(u: &UnwindStats) -> Option<String> {
+    let names = |set: &std::collections::BTreeSet<String>| {
+        let list: Vec<&str> = set.iter().map(String::as_str).collect();
+        list.join(", ")
+    };
+    let mut parts = Vec::new();
+    let none = u.without_user_frames();
+    if none > 0 {
+        let mut why = Vec::new();
+        if u.empty_stack > 0 {
+            why.push(format!("{} with an empty user stack copy", u.empty_stack));
+        }
+        if u.no_object > 0 {
+            why.push(format!("{} taken in a map without an object file to read CFI from", u.no_object));
+        }
+        if u.unsupported > 0 {
+            why.push(format!("{} of an architecture or register ABI pstitch does not unwind", u.unsupported));
+        }
+        parts.push(format!("{none} of {} samples have no user frames ({})", u.samples, why.join(", ")));
+    }
+    if u.cut_at_no_object > 0 {
+        parts.push(format!("{} samples' user frames stop at a return address into a map without an object file", u.cut_at_no_object));
+    }
+    if !u.missing_objects.is_empty() {
+        parts.push(format!("maps without an object file: {}", names(&u.missing_objects)));
+    }
+    if u.through_no_cfi > 0 {
+        parts.push(format!(
+            "{} samples were unwound through objects without CFI (.eh_frame, .debug_frame), by frame pointers: {}",
+            u.through_no_cfi,
+            names(&u.objects_without_cfi)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("--call-graph dwarf: {}", parts.join("; ")))
 }

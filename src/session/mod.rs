@@ -26,6 +26,7 @@ mod tool;
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
 use crate::machine::{Comm, Machine};
+use crate::unwind::{UnwindOptions, UserUnwinder};
 use perf_data::Error as Damaged;
 use perf_data::attr::{Attr, flag, sample_type};
 use perf_data::bytes::Endian;
@@ -37,6 +38,7 @@ use perf_data::record::{self, CommRecord, DeferredCallchainRecord, HEADER_SIZE, 
 use perf_data::sample::{Sample, SampleId, context};
 use perf_data::{RawRecord, RecordSource};
 
+pub use crate::unwind::UnwindStats;
 pub use deferred::StitchStats;
 pub use filter::SampleFilter;
 pub use tool::{Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, SampleEvent, SideBand, Tool, Why};
@@ -138,6 +140,10 @@ pub struct SessionOptions {
     pub whole_read_samples: bool,
     pub filter: SampleFilter,
     pub limits: Limits,
+    /// Unwind the user stacks of `--call-graph dwarf` samples (delivered
+    /// as [`Callchain::Unwound`]); `None`: deliver their recorded
+    /// callchain as it is.
+    pub unwind: Option<UnwindOptions>,
 }
 
 /// Reads one input to the end.
@@ -157,6 +163,8 @@ pub struct Session<'a> {
     stitcher: Stitcher,
     /// A merged callchain being delivered (its buffer reused).
     merged: Vec<u64>,
+    /// Unwinds `--call-graph dwarf` samples, if asked to.
+    unwinder: Option<UserUnwinder>,
     /// Counter values of PERF_SAMPLE_READ samples as last delivered.
     read_values: ReadValuesSeen,
     endian: Endian,
@@ -191,6 +199,7 @@ impl<'a> Session<'a> {
     pub fn new(source: RecordSource<'a>, evlist: Evlist, features: Features, pipe: bool, options: SessionOptions) -> Session<'a> {
         let endian = source.endian();
         let nr_cpus = nr_cpus_avail(&features);
+        let unwinder = options.unwind.as_ref().map(|u| UserUnwinder::new(u, features.build_ids()));
         Session {
             evlist,
             features,
@@ -203,6 +212,7 @@ impl<'a> Session<'a> {
             filter: options.filter,
             stitcher: Stitcher::default(),
             merged: Vec::new(),
+            unwinder,
             read_values: ReadValuesSeen { whole: options.whole_read_samples, ..Default::default() },
             endian,
             source,
@@ -252,6 +262,12 @@ impl<'a> Session<'a> {
         self.stitcher.stats
     }
 
+    /// What became of the `--call-graph dwarf` samples so far (nothing
+    /// unless [`SessionOptions::unwind`] asked for unwinding).
+    pub fn unwind_stats(&self) -> UnwindStats {
+        self.unwinder.as_ref().map(|u| u.stats.clone()).unwrap_or_default()
+    }
+
     /// End of input: samples still held go out unmerged, in arrival order,
     /// with their cookie frame; then the tool finishes.
     fn finish(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -259,13 +275,13 @@ impl<'a> Session<'a> {
             let cookie = h.cookie;
             self.deliver_held(tool, &h, None, Some(cookie))?;
         }
-        let mut cx = self.parts().0;
+        let mut cx = self.parts().cx;
         tool.finish(&mut cx)
     }
 
     /// The context a tool sees, and the session's own delivery state.
-    fn parts(&mut self) -> Parts<'_> {
-        (context!(self), &mut self.merged, &mut self.read_values)
+    fn parts(&mut self) -> Delivery<'_> {
+        Delivery { cx: context!(self), merged: &mut self.merged, read_values: &mut self.read_values, unwinder: self.unwinder.as_mut() }
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -414,7 +430,7 @@ impl<'a> Session<'a> {
             }
             Some(Err(e)) => {
                 let e = *e;
-                self.skip(format!("bad-sample-{e}"), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
+                self.skip(format!("bad-sample-{}", e.field()), || format!("{at}: SAMPLE record (type 9): {e}; skipping it"));
                 return self.consumed(tool, offset, bytes, Why::Skipped);
             }
             None => (None, SampleId::parse_trailer(record.body(), attr, self.endian)),
@@ -464,7 +480,7 @@ impl<'a> Session<'a> {
                 None => format!(":{}", s.tid).into(),
             };
             let seq = self.stitcher.hold(s.tid, offset, evsel as u32, record.bytes, comm, c);
-            let mut cx = self.parts().0;
+            let mut cx = self.parts().cx;
             return tool.sample_held(&mut cx, &HeldEvent { seq, offset, evsel, record, sample: s });
         }
         let callchain = s.callchain.map(Callchain::Recorded);
@@ -478,7 +494,7 @@ impl<'a> Session<'a> {
         let bad = || Damaged::in_record(offset, record.header.type_, "CALLCHAIN_DEFERRED record truncated");
         let d = DeferredCallchainRecord::parse(&record, trailer).ok_or_else(bad)?;
         if !self.merge_callchains {
-            let (mut cx, _, _) = self.parts();
+            let mut cx = self.parts().cx;
             if cx.filter.skip_time(id.time) || cx.filter.skip_cpu(id.cpu) {
                 return Ok(());
             }
@@ -508,7 +524,7 @@ impl<'a> Session<'a> {
     fn deliver_held(&mut self, tool: &mut dyn Tool, h: &HeldSample, d: Option<DeferredCallchainRecord<'_>>, cookie: Option<u64>) -> Result<()> {
         let evsel = h.evsel as usize;
         let e = self.endian;
-        let (cx, merged, read_values) = self.parts();
+        let Delivery { cx, merged, read_values, unwinder } = self.parts();
         let attr = &cx.evlist.evsels[evsel].attr;
         let record = Record { header: RecordHeader::parse(&h.bytes, e).ok_or_else(|| Damaged::in_record(h.offset, kind::SAMPLE, "held record truncated"))?, bytes: &h.bytes, endian: e };
         let s = Sample::parse(record.body(), attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
@@ -523,7 +539,7 @@ impl<'a> Session<'a> {
             }
             (_, chain) => chain.map(Callchain::Recorded),
         };
-        deliver_filtered(tool, (cx, &mut Vec::new(), read_values), h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie, Some(h.seq))
+        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), read_values, unwinder }, h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie, Some(h.seq))
     }
 
     /// Any other kernel record: the machine takes it in, the tool sees it.
@@ -565,7 +581,7 @@ impl<'a> Session<'a> {
             }
             _ => SideBand::Other,
         };
-        let (mut cx, _, _) = self.parts();
+        let mut cx = self.parts().cx;
         tool.record(&mut cx, &Event { offset, evsel, record, id, side_band })?;
         if let SideBand::Exit(e) = side_band {
             self.machine.process_exit(&e);
@@ -663,7 +679,7 @@ impl<'a> Session<'a> {
                         _ => {}
                     }
                 }
-                let mut cx = self.parts().0;
+                let mut cx = self.parts().cx;
                 tool.feature(&mut cx, feat, payload)?;
             }
             kind::HEADER_TRACING_DATA => {
@@ -689,7 +705,7 @@ impl<'a> Session<'a> {
 
     /// Hands a record the session used up or skipped to the tool.
     fn consumed(&mut self, tool: &mut dyn Tool, offset: u64, bytes: &[u8], why: Why) -> Result<()> {
-        let mut cx = self.parts().0;
+        let mut cx = self.parts().cx;
         tool.consumed(&mut cx, &Consumed { offset, bytes, why })
     }
 
@@ -767,8 +783,16 @@ impl<'a> Session<'a> {
     }
 }
 
-/// A tool's context and the session's delivery state, borrowed together.
-type Parts<'s> = (Context<'s>, &'s mut Vec<u64>, &'s mut ReadValuesSeen);
+/// What delivering an event works with: the tool's context and the
+/// session's own buffers.
+struct Delivery<'s> {
+    cx: Context<'s>,
+    /// A merged deferred callchain being delivered.
+    merged: &'s mut Vec<u64>,
+    /// PERF_SAMPLE_READ counters as last delivered.
+    read_values: &'s mut ReadValuesSeen,
+    unwinder: Option<&'s mut UserUnwinder>,
+}
 
 /// perf's period storage of PERF_SAMPLE_READ counters: the value each
 /// counter (by id; and by thread for inherited counters) had when last
@@ -790,7 +814,7 @@ struct ReadValuesSeen {
 #[allow(clippy::too_many_arguments)]
 fn deliver_filtered(
     tool: &mut dyn Tool,
-    (mut cx, _, seen): Parts<'_>,
+    Delivery { mut cx, read_values: seen, mut unwinder, .. }: Delivery<'_>,
     offset: u64,
     evsel: usize,
     record: Record<'_>,
@@ -802,7 +826,7 @@ fn deliver_filtered(
 ) -> Result<()> {
     let attr = &cx.evlist.evsels[evsel].attr;
     let Some(read) = s.read.filter(|_| attr.samples(sample_type::READ) && !seen.whole) else {
-        return deliver_one(tool, &mut cx, offset, evsel, record, s, callchain, held_comm, cookie, held);
+        return deliver_one(tool, &mut cx, unwinder, offset, evsel, record, s, callchain, held_comm, cookie, held);
     };
     // perf_evsel__attr_has_per_thread_sample_period.
     let per_thread = attr.samples(sample_type::TID) && attr.has(flag::INHERIT);
@@ -817,19 +841,22 @@ fn deliver_filtered(
         *last = value;
         if period != 0 {
             let one = Sample { id: Some(id), period, ..*s };
-            deliver_one(tool, &mut cx, offset, member, record, &one, callchain, held_comm, cookie, held)?;
+            deliver_one(tool, &mut cx, unwinder.as_deref_mut(), offset, member, record, &one, callchain, held_comm, cookie, held)?;
         }
     }
     Ok(())
 }
 
 /// Delivers a sample that passes the filters, with its thread resolved
-/// as perf's `machine__resolve` does (creating it if needed). `held_comm`:
-/// the comm of a sample that was held for its deferred callchain.
+/// as perf's `machine__resolve` does (creating it if needed), and its user
+/// stack unwound if it has one to unwind (perf's
+/// `thread__resolve_callchain_unwind`). `held_comm`: the comm of a sample
+/// that was held for its deferred callchain.
 #[allow(clippy::too_many_arguments)]
 fn deliver_one(
     tool: &mut dyn Tool,
     cx: &mut Context<'_>,
+    unwinder: Option<&mut UserUnwinder>,
     offset: u64,
     evsel: usize,
     record: Record<'_>,
@@ -850,6 +877,14 @@ fn deliver_one(
     if cx.filter.skip_thread(comm, pid, s.tid) {
         return Ok(());
     }
+    let callchain = match (callchain, unwinder) {
+        (Some(Callchain::Recorded(recorded)), Some(u)) if UserUnwinder::applies(cx.evlist.evsels[evsel].attr.sample_type) => {
+            let arch = cx.features.string(feat::ARCH);
+            let user = u.unwind(cx.machine, s, cx.endian, arch.as_deref());
+            Some(Callchain::Unwound { recorded, user })
+        }
+        (c, _) => c,
+    };
     tool.sample(cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie, held })
 }
 

@@ -107,13 +107,21 @@ pub enum Callchain<'r> {
     /// The kernel part up to and including `PERF_CONTEXT_USER_DEFERRED`,
     /// then the deferred user ips.
     Merged(&'r [u64]),
+    /// A `--call-graph dwarf` sample: the recorded part (the kernel's
+    /// entries; the kernel records no user ones), then the user frames
+    /// unwound from the sample's registers and stack copy, leaf first, at
+    /// most `--max-stack` of them. perf cuts each part at `--max-stack`
+    /// on its own.
+    Unwound { recorded: U64Array<'r>, user: &'r [u64] },
 }
 
 impl Callchain<'_> {
+    /// How many entries [`Callchain::to_vec`] gives.
     pub fn len(&self) -> usize {
         match self {
             Callchain::Recorded(a) => a.len(),
             Callchain::Merged(m) => m.len(),
+            Callchain::Unwound { recorded, user } => recorded.len() + if user.is_empty() { 0 } else { 1 + user.len() },
         }
     }
 
@@ -121,11 +129,20 @@ impl Callchain<'_> {
         self.len() == 0
     }
 
-    /// The entries, context markers included.
+    /// The entries, context markers included (unwound user frames come
+    /// after a `PERF_CONTEXT_USER` marker).
     pub fn to_vec(&self) -> Vec<u64> {
         match self {
             Callchain::Recorded(a) => a.iter().collect(),
             Callchain::Merged(m) => m.to_vec(),
+            Callchain::Unwound { recorded, user } => {
+                let mut v: Vec<u64> = recorded.iter().collect();
+                if !user.is_empty() {
+                    v.push(perf_data::sample::context::USER);
+                    v.extend_from_slice(user);
+                }
+                v
+            }
         }
     }
 }

@@ -141,13 +141,14 @@ pub struct Section {
     pub sh_entsize: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Phdr {
     pub p_type: u32,
     pub p_offset: u64,
     pub p_vaddr: u64,
     pub p_filesz: u64,
     pub p_memsz: u64,
+    pub p_align: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -264,6 +265,7 @@ impl Elf {
                     p_vaddr: p.p_vaddr(endian).into(),
                     p_filesz: p.p_filesz(endian).into(),
                     p_memsz: p.p_memsz(endian).into(),
+                    p_align: p.p_align(endian).into(),
                 });
             }
         }
@@ -299,6 +301,11 @@ impl Elf {
             Cow::Borrowed(b) => Some(self.keep(b)),
             Cow::Owned(v) => Some(SectionBytes::Owned(Arc::new(v))),
         }
+    }
+
+    /// The whole file, as a value that can be kept.
+    pub fn file_bytes(&self) -> SectionBytes {
+        self.keep(&self.bytes)
     }
 
     /// `b`, a part of this file's bytes, as a value that can be kept.

@@ -47,8 +47,6 @@ pub struct Loaded {
     /// The file the symbols came from (perf's `symsrc_filename`, set only
     /// for a file with `.symtab`); addr2line runs on it.
     pub symsrc: Option<PathBuf>,
-    /// The build-id perf ended up with (possibly read from the file).
-    pub build_id: Option<Vec<u8>>,
     /// perf's `dso__load` failed after inserting symbols (a symbol table it
     /// stopped reading midway). The DSO is still marked loaded, so the
     /// symbols stay; only the lookup that triggered the load finds nothing.
@@ -153,9 +151,15 @@ fn symsrc_init(path: &Path, bid: Option<&[u8]>) -> Option<SymSrc> {
     Some(SymSrc { path: path.to_path_buf(), elf, symtab, dynsym })
 }
 
-/// perf's `dso__load` for a user-space file DSO.
-pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Loaded {
-    let mut loaded = Loaded::default();
+/// The files `dso__load` chooses for a user-space file DSO: the first
+/// candidate with `.symtab` (the symbols) and the first with `.dynsym` (the
+/// runtime image), either standing in for the other when only one was
+/// found.
+struct Chosen {
+    files: Option<(Rc<SymSrc>, Rc<SymSrc>)>,
+}
+
+fn choose(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Chosen {
     let mut bid: Option<Vec<u8>> = bid.map(<[u8]>::to_vec);
     // "Read the build id if possible" (perf checks the path outside the
     // symfs; pstitch also accepts the symfs copy, see NOTES.md).
@@ -165,7 +169,6 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
             bid = Elf::open(&full).and_then(|e| e.build_id());
         }
     }
-    loaded.build_id = bid.clone();
     let mut syms_ss: Option<Rc<SymSrc>> = None;
     let mut runtime_ss: Option<Rc<SymSrc>> = None;
     for cand in candidates(long_name, bid.as_deref(), is_vdso, search) {
@@ -187,12 +190,20 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
             break;
         }
     }
-    let (syms_ss, runtime_ss) = match (syms_ss, runtime_ss) {
-        (None, None) => return loaded,
-        (Some(s), None) => (s.clone(), s),
-        (None, Some(r)) => (r.clone(), r),
-        (Some(s), Some(r)) => (s, r),
+    let files = match (syms_ss, runtime_ss) {
+        (None, None) => None,
+        (Some(s), None) => Some((s.clone(), s)),
+        (None, Some(r)) => Some((r.clone(), r)),
+        (Some(s), Some(r)) => Some((s, r)),
     };
+    Chosen { files }
+}
+
+/// perf's `dso__load` for a user-space file DSO.
+pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Loaded {
+    let chosen = choose(long_name, bid, is_vdso, search);
+    let mut loaded = Loaded::default();
+    let Some((syms_ss, runtime_ss)) = chosen.files else { return loaded };
     if syms_ss.symtab.is_some() {
         loaded.symsrc = Some(syms_ss.path.clone());
     }
@@ -201,6 +212,20 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
     syms_ss.elf.release_pages();
     runtime_ss.elf.release_pages();
     loaded
+}
+
+/// The file `dso__load` would take a user-space DSO's symbols from (perf's
+/// `symsrc_filename`: the first candidate with `.symtab`), without loading
+/// them.
+pub fn symsrc_path(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Option<PathBuf> {
+    let (syms_ss, _) = choose(long_name, bid, is_vdso, search).files?;
+    syms_ss.symtab.is_some().then(|| syms_ss.path.clone())
+}
+
+/// perf's `dso__build_id_filename` (not the debug file): the DSO's entry in
+/// the build-id cache, `<dir>/.build-id/xx/rest[/elf|/vdso]`.
+pub fn build_id_cache_file(dir: &Path, bid: &[u8], is_vdso: bool) -> Option<PathBuf> {
+    build_id_cache_path(dir, bid, if is_vdso { "vdso" } else { "elf" })
 }
 
 /// The symbol tables of a DSO, from the files chosen for it.

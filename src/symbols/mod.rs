@@ -53,6 +53,24 @@ impl SymbolConfig {
     pub fn perf() -> SymbolConfig {
         SymbolConfig { demangle: true, inline: true, ..SymbolConfig::default() }
     }
+
+    /// The symfs as perf uses it (empty or `/` is the same as none).
+    pub(crate) fn symfs_dir(&self) -> Option<&Path> {
+        self.symfs.as_deref().filter(|s| !s.as_os_str().is_empty() && *s != Path::new("/"))
+    }
+
+    /// The build-id cache perf looks in: `<symfs>/.debug` when a symfs is
+    /// given (`symbol__config_symfs`), else [`SymbolConfig::buildid_dir`].
+    pub(crate) fn buildid_cache(&self) -> Option<PathBuf> {
+        match &self.symfs {
+            Some(s) => {
+                let mut p = s.as_os_str().to_owned();
+                p.push("/.debug");
+                Some(PathBuf::from(p))
+            }
+            None => self.buildid_dir.clone(),
+        }
+    }
 }
 
 /// binutils' `addr2line -i -f` on one file, emulated: what perf asks it
@@ -226,7 +244,7 @@ pub struct Symbolizer {
 
 impl Symbolizer {
     pub fn new(config: SymbolConfig) -> Symbolizer {
-        let symfs = config.symfs.as_deref().filter(|s| !s.as_os_str().is_empty() && *s != Path::new("/")).map(Rc::from);
+        let symfs = config.symfs_dir().map(Rc::from);
         Symbolizer {
             config,
             build_ids: HashMap::new(),
@@ -294,17 +312,8 @@ impl Symbolizer {
         self.build_ids.extend(pairs);
     }
 
-    /// perf uses `<symfs>/.debug` as the build-id cache when a symfs is
-    /// given (`symbol__config_symfs`).
     fn buildid_dir(&self) -> Option<PathBuf> {
-        match &self.config.symfs {
-            Some(s) => {
-                let mut p = s.as_os_str().to_owned();
-                p.push("/.debug");
-                Some(PathBuf::from(p))
-            }
-            None => self.config.buildid_dir.clone(),
-        }
+        self.config.buildid_cache()
     }
 
     /// The symfs as perf uses it (`/` is the same as none).

@@ -31,6 +31,7 @@ pub fn run(data: &[u8], stream: bool, config: ScriptConfig) -> Report {
             messages: vec![format!("pstitch: memory: {e}")],
             stats: Default::default(),
             stitch: Default::default(),
+            unwind: Default::default(),
             reading_cpu: Default::default(),
             printing_cpu: Default::default(),
         },
@@ -105,4 +106,16 @@ pub fn printed_samples(text: &str) -> Vec<(i64, String, Vec<u64>)> {
         out.push((tid, time.to_string(), ip.into_iter().collect()));
     }
     out
+}
+
+/// The pstitch binary run on a golden case's recording as the golden
+/// harness runs it (the case's symfs and kallsyms, no build-id cache),
+/// with `args` (whitespace-separated) after.
+pub fn script_in_case(case: &std::path::Path, args: &str) -> std::io::Result<std::process::Output> {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pstitch"))
+        .current_dir(case)
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
+        .args(args.split_whitespace())
+        .output()
 }

@@ -428,6 +428,69 @@ pub fn substitution_bomb(levels: u32) -> String {
     format!("_Z1f1pIiiE{t}")
 }
 
+/// A copy of the file-mode perf.data `data` (one event, sampling
+/// `STACK_USER`) in which every sample's user stack copy is empty: its
+/// `dyn_size` is 0, as the kernel writes it when it could copy nothing.
+pub fn empty_user_stacks(data: &[u8]) -> Vec<u8> {
+    use pstitch::perf_data::FileInfo;
+    use pstitch::perf_data::record::RecordHeader;
+    use pstitch::perf_data::sample::Sample;
+    let info = FileInfo::parse(data).expect("perf.data");
+    let attr = &info.evlist.evsels[0].attr;
+    let mut out = data.to_vec();
+    let mut pos = info.data.start;
+    let mut patched = 0;
+    while pos < info.data.end {
+        let h = RecordHeader::parse(&data[pos..], Endian::Little).expect("record header");
+        let record = &data[pos..pos + h.size as usize];
+        if h.type_ == kind::SAMPLE {
+            let s = Sample::parse(&record[8..], attr, Endian::Little).expect("sample");
+            let stack = s.user_stack.expect("STACK_USER");
+            // The copy starts after its u64 size; dyn_size follows the copy.
+            let at = stack.as_ptr() as usize - data.as_ptr() as usize;
+            let size = u64::from_le_bytes(data[at - 8..at].try_into().unwrap()) as usize;
+            if size != 0 {
+                out[at + size..at + size + 8].fill(0);
+                patched += 1;
+            }
+        }
+        pos += h.size as usize;
+    }
+    assert!(patched > 0, "no stack copies");
+    out
+}
+
+/// A copy of the 64-bit little-endian ELF file `elf` in which libdw finds
+/// no CFI: `.eh_frame`, `.eh_frame_hdr` and `.debug_frame` renamed
+/// (`.xh_frame`, ...) and `PT_GNU_EH_FRAME` turned into `PT_NULL`.
+pub fn without_cfi(elf: &[u8]) -> Vec<u8> {
+    use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
+    const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+    let le = object::LittleEndian;
+    let e = ElfFile64::<object::LittleEndian>::parse(elf).expect("ELF");
+    let table = e.elf_section_table();
+    let strtab = table.section_by_name(le, b".shstrtab").expect("shstrtab").1.sh_offset(le) as usize;
+    let mut out = elf.to_vec();
+    let mut renamed = 0;
+    for s in table.iter() {
+        let name = table.section_name(le, s).unwrap_or_default();
+        if [&b".eh_frame"[..], b".eh_frame_hdr", b".debug_frame"].contains(&name) {
+            out[strtab + s.sh_name(le) as usize + 1] = b'x';
+            renamed += 1;
+        }
+    }
+    let h = e.elf_header();
+    let (phoff, phentsize) = (h.e_phoff(le) as usize, h.e_phentsize(le) as usize);
+    for i in 0..h.e_phnum(le) as usize {
+        let at = phoff + i * phentsize;
+        if u32::from_le_bytes(out[at..at + 4].try_into().unwrap()) == PT_GNU_EH_FRAME {
+            out[at..at + 4].fill(0);
+        }
+    }
+    assert!(renamed >= 2, "no CFI sections found");
+    out
+}
+
 /// Bytes of one filler record of [`compressed_chunks`]: the largest size a
 /// record header can state, rounded down to 8.
 const FILLER: usize = 65528;

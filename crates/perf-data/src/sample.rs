@@ -60,8 +60,37 @@ pub struct Sample<'a> {
     pub cgroup: u64,
     pub data_page_size: u64,
     pub code_page_size: u64,
+    /// `PERF_SAMPLE_REGS_USER`, if sampled.
+    pub user_regs: Option<UserRegs<'a>>,
+    /// `PERF_SAMPLE_STACK_USER`, if sampled: the valid part of the copy
+    /// (`dyn_size` bytes from the sampled stack pointer up; empty when the
+    /// kernel copied nothing).
+    pub user_stack: Option<&'a [u8]>,
     /// PERF_SAMPLE_READ's counter values.
     pub read: Option<ReadValues<'a>>,
+}
+
+/// A sample's user registers (`PERF_SAMPLE_REGS_USER`): the ABI word
+/// (`PERF_SAMPLE_REGS_ABI_*`; 0, "none", for a task without user state,
+/// a kernel thread) and, unless it is 0, one value per bit of the event's
+/// `sample_regs_user` mask, lowest bit first.
+#[derive(Debug, Clone, Copy)]
+pub struct UserRegs<'a> {
+    pub abi: u64,
+    /// The event's `sample_regs_user` (0 when `abi` is 0: no values).
+    pub mask: u64,
+    pub values: U64Array<'a>,
+}
+
+impl UserRegs<'_> {
+    /// perf's `perf_reg_value`: the value of register `id` (perf's
+    /// numbering for the recording's architecture), if the mask has it.
+    pub fn get(&self, id: u32) -> Option<u64> {
+        if id >= 64 || self.mask & (1 << id) == 0 {
+            return None;
+        }
+        self.values.get((self.mask & ((1u64 << id) - 1)).count_ones() as usize)
+    }
 }
 
 /// The counters of PERF_SAMPLE_READ (layout by the attr's `read_format`):
@@ -98,12 +127,28 @@ impl<'a> ReadValues<'a> {
 pub enum SampleError {
     /// A field ran past the end of the record.
     Truncated(&'static str),
+    /// `STACK_USER`'s `dyn_size` claims more bytes than the copy holds
+    /// (perf: "user stack dump failure", and the sample is refused).
+    StackDumpFailure { size: u64, dyn_size: u64 },
 }
 
 impl std::fmt::Display for SampleError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SampleError::Truncated(field) => write!(f, "sample field {field} runs past the end of the record"),
+            SampleError::StackDumpFailure { size, dyn_size } => {
+                write!(f, "user stack dump failure: STACK_USER's dyn_size {dyn_size} exceeds its {size}-byte copy")
+            }
+        }
+    }
+}
+
+impl SampleError {
+    /// The field at fault.
+    pub fn field(&self) -> &'static str {
+        match self {
+            SampleError::Truncated(field) => field,
+            SampleError::StackDumpFailure { .. } => "STACK_USER",
         }
     }
 }
@@ -190,15 +235,26 @@ impl<'a> Sample<'a> {
             }
         }
         if st & REGS_USER != 0 {
-            skip_regs(&mut c, attr.sample_regs_user).map_err(trunc("REGS_USER"))?;
+            let abi = u64f!("REGS_USER");
+            let (mask, values) = match abi {
+                0 => (0, U64Array::EMPTY),
+                _ => (attr.sample_regs_user, c.u64_array(attr.sample_regs_user.count_ones().into()).map_err(trunc("REGS_USER"))?),
+            };
+            s.user_regs = Some(UserRegs { abi, mask, values });
         }
         if st & STACK_USER != 0 {
             let size = u64f!("STACK_USER");
             let n = usize::try_from(size).map_err(|_| SampleError::Truncated("STACK_USER"))?;
-            c.skip(n).map_err(trunc("STACK_USER"))?;
+            let data = c.bytes(n).map_err(trunc("STACK_USER"))?;
+            let mut valid: &[u8] = &[];
             if size != 0 {
-                u64f!("STACK_USER");
+                let dyn_size = u64f!("STACK_USER");
+                if dyn_size > size {
+                    return Err(SampleError::StackDumpFailure { size, dyn_size });
+                }
+                valid = &data[..dyn_size as usize];
             }
+            s.user_stack = Some(valid);
         }
         if st & (WEIGHT | WEIGHT_STRUCT) != 0 {
             s.weight = u64f!("WEIGHT");
@@ -464,6 +520,36 @@ mod tests {
         assert!(Sample::parse(&body, &attr, Endian::Little).is_err());
         let body = le(&[1 << 61, 1]);
         assert!(Sample::parse(&body, &attr, Endian::Little).is_err());
+    }
+
+    /// REGS_USER: one value per mask bit unless the ABI is 0; STACK_USER:
+    /// the valid `dyn_size` bytes of the copy, and perf's refusal of a
+    /// `dyn_size` larger than the copy.
+    #[test]
+    fn user_registers_and_stack() {
+        let attr = Attr { sample_type: IP | REGS_USER | STACK_USER | PERIOD, sample_regs_user: 0b1_0000_0101, ..Attr::default() };
+        let mut body = le(&[0x1234, 77, 2, 10, 20, 30, 16]);
+        body.extend(0u8..16);
+        body.extend(le(&[12]));
+        let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
+        let r = s.user_regs.unwrap();
+        assert_eq!((r.abi, r.mask, r.get(0), r.get(2), r.get(8), r.get(1), r.get(64)), (2, 0b1_0000_0101, Some(10), Some(20), Some(30), None, None));
+        assert_eq!(s.user_stack, Some(&(0u8..12).collect::<Vec<_>>()[..]));
+        assert_eq!(s.period, 77);
+        // ABI 0 (a kernel thread): no values; size 0: no dyn_size word.
+        let body = le(&[0x1234, 77, 0, 0]);
+        let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
+        assert_eq!((s.user_regs.unwrap().abi, s.user_regs.unwrap().values.len(), s.user_stack, s.period), (0, 0, Some(&[][..]), 77));
+        // dyn_size beyond the copy.
+        let mut body = le(&[0x1234, 77, 0, 8]);
+        body.extend([0u8; 8]);
+        body.extend(le(&[9]));
+        let e = Sample::parse(&body, &attr, Endian::Little).unwrap_err();
+        assert_eq!(e, SampleError::StackDumpFailure { size: 8, dyn_size: 9 });
+        assert_eq!(e.field(), "STACK_USER");
+        // A stack size that runs past the record, and a truncated register.
+        assert!(Sample::parse(&le(&[0x1234, 77, 0, 1 << 40]), &attr, Endian::Little).is_err());
+        assert_eq!(Sample::parse(&le(&[0x1234, 77, 2, 10]), &attr, Endian::Little).unwrap_err(), SampleError::Truncated("REGS_USER"));
     }
 
     #[test]

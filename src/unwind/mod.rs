@@ -1,0 +1,250 @@
+//! DWARF unwinding of `--call-graph dwarf` samples, frame for frame as
+//! perf 7.2 does it with libdw (elfutils 0.196).
+//!
+//! A sample of such a recording has no user callchain: it carries the user
+//! registers (`PERF_SAMPLE_REGS_USER`) and a copy of the user stack from
+//! the stack pointer up (`PERF_SAMPLE_STACK_USER`). perf unwinds them
+//! through libdw when it prints the sample (research notes:
+//! `docs/dwarf-unwinding.md`):
+//!
+//! ```text
+//! callchain = kernel part of PERF_SAMPLE_CALLCHAIN (up to --max-stack entries)
+//!           + unwind(user regs, stack copy)       (up to --max-stack entries)
+//!
+//! unwind:  report the module at the sample's ip        (none: no user frames)
+//!          frame 0 = the sampled frame, pc = ip
+//!          loop:  caller = step(frame)                  (CFI row or frame pointer)
+//!                 ip printed = pc, or pc - 1 for a return address
+//!                 the frame's map has a file libdw cannot open: stop, not printed
+//!                 max-stack frames: stop
+//!                 no caller / return address undefined: stop
+//! ```
+//!
+//! This module reproduces those choices; it knows nothing of sessions or
+//! printing. The caller describes the process through [`Process`] (maps
+//! with their [`Object`]s, built once per DSO) and keeps a
+//! [`ModuleSpace`] per process; [`Unwinder::unwind`] returns the frames
+//! as perf adds them to the callchain, and why it stopped.
+//!
+
+mod cfi;
+mod expr;
+mod memory;
+mod modules;
+mod object;
+mod read;
+mod regs;
+mod step;
+#[cfg(test)]
+mod tests;
+mod user;
+
+use std::rc::Rc;
+
+pub(crate) use modules::ModuleSpace;
+pub(crate) use object::Object;
+pub(crate) use regs::{Arch, UserRegs, abi};
+pub(crate) use user::UserUnwinder;
+pub use user::{UnwindOptions, UnwindStats};
+
+use memory::Memory;
+use regs::RegFile;
+use step::{Ctx, FrameState, PcState, RowCache};
+
+/// The process being unwound, as perf sees it at the sample's time.
+pub trait Process {
+    /// The map at `addr`, as perf's `thread__find_map` finds it for a user
+    /// address (all of the thread's maps, data maps included).
+    fn find_map(&self, addr: u64) -> Option<MapRef>;
+
+    /// 8 bytes at `addr` from the file mapped there (perf's
+    /// `access_dso_mem`: the DSO's file at `addr - start + pgoff`), for
+    /// reads outside the stack copy. `None` where there is no file.
+    fn read_file_word(&self, _addr: u64) -> Option<u64> {
+        None
+    }
+}
+
+/// A map of the process.
+#[derive(Debug, Clone)]
+pub struct MapRef {
+    pub start: u64,
+    pub pgoff: u64,
+    /// The DSO's long name (libdw tells modules apart by the short name).
+    pub name: Rc<str>,
+    /// The map's file as libdw would open it (perf reports the DSO's path
+    /// under the symfs, else its build-id cache file); `None` when there
+    /// is none (`[vdso]` outside the build-id cache, `[stack]`, anonymous
+    /// memory, a missing file, not an ELF file): a frame there ends the
+    /// unwind without being printed.
+    pub object: Option<Rc<Object>>,
+    /// A `/tmp/jitted-*` DSO: perf reports it at the map's start instead
+    /// of start − pgoff.
+    pub jitted: bool,
+}
+
+/// A sample's user state.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    pub regs: UserRegs<'a>,
+    /// The valid part of the stack copy (`dyn_size` bytes; perf rejects a
+    /// sample whose `dyn_size` exceeds the copy).
+    pub stack: &'a [u8],
+    /// Byte order of the stack copy (the recording machine's).
+    pub little_endian: bool,
+}
+
+/// One unwound frame, as perf adds it to the callchain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// The address perf records, prints and symbolizes: `pc`, or `pc - 1`
+    /// when `pc` is a return address (all frames but the sampled one and
+    /// those interrupted by a signal, and a signal trampoline's own frame).
+    pub ip: u64,
+    /// The frame's program counter.
+    pub pc: u64,
+    /// `ip == pc` (libdw's "activation").
+    pub activation: bool,
+}
+
+/// Why the unwind stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stop {
+    /// No user registers (ABI none: a kernel thread), or none for the IP.
+    NoUserRegs,
+    /// An empty stack copy: perf does not unwind.
+    EmptyStack,
+    /// A register ABI this unwinder has no table for (32-bit tasks).
+    UnsupportedAbi,
+    /// The sample's own ip is in a map whose file cannot be reported:
+    /// no user frame at all (e.g. a sample in `[vdso]`).
+    FirstFrameNotReported,
+    /// No module could be attached yet (the process's first unwound
+    /// sample had its ip outside any map): no user frame.
+    NotAttached,
+    /// `max_stack` frames were produced.
+    MaxStack,
+    /// The CFI row gave no return address: it is undefined (the outermost
+    /// frame), 0, or could not be read (the stack copy ends before it).
+    /// libdw treats all of these as the normal end of a stack.
+    End,
+    /// No CFI row covers the frame and the frame-pointer fallback failed
+    /// (libdw's unwinding error; perf keeps the frames it has).
+    NoCaller,
+    /// The next frame's address is in a map whose file cannot be reported:
+    /// perf stops without printing it.
+    FrameNotReported,
+}
+
+/// The result of one unwind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unwound {
+    /// Leaf first. Frames whose `ip` is 0 are left out, as perf leaves them
+    /// out of the callchain (they still count for `max_stack`).
+    pub frames: Vec<Frame>,
+    pub stop: Stop,
+}
+
+/// Unwinds samples of one architecture; holds caches (CFI rows per object
+/// and address) and nothing per process. Not shared between threads:
+/// give each thread its own.
+pub struct Unwinder {
+    arch: Arch,
+    rows: RowCache,
+}
+
+/// The most frames one unwind produces, whatever `max_stack` says (perf
+/// allocates `max_stack` entries; this bounds a hostile endless stack).
+pub const MAX_FRAMES: usize = 1 << 16;
+
+impl Unwinder {
+    pub fn new(arch: Arch) -> Unwinder {
+        Unwinder { arch, rows: RowCache::default() }
+    }
+
+    /// How many CFI rows are cached.
+    #[cfg(test)]
+    pub fn cached_rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// perf's `unwind__get_entries` (libdw) for one sample of a process
+    /// whose modules are in `space`, limited to `max_stack` frames (perf
+    /// script's `--max-stack`, 127 by default).
+    pub fn unwind(&mut self, space: &mut ModuleSpace, process: &dyn Process, sample: &Sample<'_>, max_stack: usize) -> Unwound {
+        let done = |stop| Unwound { frames: Vec::new(), stop };
+        let regs = &sample.regs;
+        if regs.abi == abi::NONE || regs.values.is_empty() {
+            return done(Stop::NoUserRegs);
+        }
+        if sample.stack.is_empty() {
+            return done(Stop::EmptyStack);
+        }
+        if regs.abi != abi::ABI_64 {
+            return done(Stop::UnsupportedAbi);
+        }
+        let Some(ip) = regs.get(self.arch.perf_ip()) else { return done(Stop::NoUserRegs) };
+        if space.report(process, ip).is_err() {
+            return done(Stop::FirstFrameNotReported);
+        }
+        if !space.attach() {
+            return done(Stop::NotAttached);
+        }
+        let mem = Memory::new(sample.stack, regs.get(self.arch.perf_sp()), sample.little_endian, process);
+        let mut state = FrameState {
+            regs: RegFile::initial(self.arch, regs),
+            pc: ip,
+            pc_state: PcState::Set,
+            initial: true,
+            signal: false,
+        };
+        let mut frames = Vec::new();
+        let mut budget = max_stack.min(MAX_FRAMES);
+        if budget == 0 {
+            return done(Stop::MaxStack);
+        }
+        let stop = loop {
+            let pc = state.pc;
+            // perf reports the module before asking whether the frame is an
+            // activation (which unwinds it).
+            let _ = space.report(process, pc);
+            let mut caller = None;
+            let activation = if state.initial || state.signal {
+                true
+            } else {
+                let c = self.step(space, &mem, &state);
+                let signal = matches!(&c, Some(f) if f.pc_state == PcState::Set && f.signal);
+                caller = Some(c);
+                signal
+            };
+            let ip = if activation { pc } else { pc.wrapping_sub(1) };
+            if space.report(process, ip).is_err() {
+                break Stop::FrameNotReported;
+            }
+            if ip != 0 {
+                frames.push(Frame { ip, pc, activation });
+            }
+            budget -= 1;
+            if budget == 0 {
+                break Stop::MaxStack;
+            }
+            // libdw keeps a caller it computed; a failed attempt is retried
+            // (the entry above may have reported the module it lacked).
+            let caller = match caller {
+                Some(Some(c)) => Some(c),
+                _ => self.step(space, &mem, &state),
+            };
+            match caller {
+                Some(c) if c.pc_state == PcState::Set => state = c,
+                Some(c) if c.pc_state == PcState::Undefined => break Stop::End,
+                _ => break Stop::NoCaller,
+            }
+        };
+        Unwound { frames, stop }
+    }
+
+    fn step(&mut self, space: &mut ModuleSpace, mem: &Memory<'_>, state: &FrameState) -> Option<FrameState> {
+        let ctx = Ctx { arch: self.arch, mem };
+        step::unwind(&ctx, space, &mut self.rows, state)
+    }
+}

@@ -1,0 +1,332 @@
+//! The modules libdw knows about in one process: perf's `Dwfl`, its
+//! `__report_module` (`unwind-libdw.c`), and libdwfl's module list and
+//! address lookup (`dwfl_module.c`, `dwfl_report_elf.c`, `segment.c`),
+//! reproduced because they decide which module, and so which CFI and
+//! bias, an address unwinds with when reported modules overlap.
+//!
+//! perf 7.2 keeps one `Dwfl` per process (per `struct maps`) across
+//! samples and reports a module to it when a frame needs one:
+//!
+//! ```text
+//! __report_module(addr):
+//!   map at addr (none: fine, nothing reported: the frame prints [unknown])
+//!   base = map start - pgoff           (map start for /tmp/jitted-*)
+//!   mod  = dwfl_addrmodule(addr), kept only if it starts at base
+//!   none: dwfl_report_elf(short name, <symfs>/<path>, base)
+//!         then the same with the DSO's build-id cache file
+//!   ok if dwfl_addrmodule(addr) is now that module
+//! ```
+//!
+//! `dwfl_report_elf` turns the base into a range and a bias from the
+//! file's program headers ([`Object::module_range`]), then
+//! `dwfl_report_module` looks for a module of the same short name and
+//! range. A new one goes after the last live module of the list. An
+//! existing one is moved there too, but then libdw sees a file descriptor
+//! that is not the module's (perf has libdw open the file each time, and
+//! libdw keeps the first one open): it marks the module garbage
+//! ("overlap") and the report fails. A garbage module is gone for lookups
+//! for good (a later report finds it, and fails the same way); it still
+//! counts for `dwfl_attach_state`, which takes the architecture from the
+//! first module of the list.
+//!
+//! `dwfl_addrmodule` looks the address up in a table of segments rebuilt
+//! from the live modules, in list order, after any change of the list;
+//! the segment boundaries themselves are kept from one rebuild to the
+//! next. libdw expects modules not to overlap; when they do (rust-lld's
+//! layout puts the writable segments' map at a different `start − pgoff`
+//! than the text's, so perf reports the same file again at another base)
+//! the table's answers are whatever its insertions and binary search
+//! make of it, and perf unwinds with that. [`ModuleSpace`] keeps the same
+//! table with the same steps.
+
+use std::rc::Rc;
+
+use super::object::Object;
+use super::{MapRef, Process};
+
+/// A module as libdw keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct Module {
+    /// The DSO's long name (libdw compares the short names).
+    name: Rc<str>,
+    pub start: u64,
+    pub end: u64,
+    pub bias: u64,
+    pub object: Rc<Object>,
+    /// Marked garbage by a failed report ("overlap").
+    gc: bool,
+}
+
+/// The modules of one process (perf's per-`maps` `Dwfl`). Keep one per
+/// address space for as long as perf keeps its `Dwfl`: a forked process
+/// starts with a fresh one (perf clones the maps, without the `Dwfl`);
+/// perf drops it when a map is removed from the process (not when a new
+/// map overlaps an old one), which for user maps never happens while
+/// reading a recording.
+#[derive(Debug, Default, Clone)]
+pub struct ModuleSpace {
+    /// Every module reported, never removed (libdw frees none while perf
+    /// reports without `dwfl_report_begin`/`_end`).
+    modules: Vec<Module>,
+    /// The module list: indices into `modules`, in libdw's list order.
+    list: Vec<u32>,
+    /// The segment table (`lookup_addr`): boundaries, kept across rebuilds.
+    bounds: Vec<u64>,
+    /// The module of each segment (`lookup_module`); `None` once the list
+    /// changed, until the next lookup rebuilds it.
+    owners: Option<Vec<Option<u32>>>,
+    /// `dwfl_attach_state` succeeded once.
+    attached: bool,
+}
+
+/// perf's `dso__short_name` of a long name.
+fn short_name(long: &str) -> &str {
+    long.rsplit('/').next().unwrap_or(long)
+}
+
+impl ModuleSpace {
+    /// `dwfl_addrmodule`: the module covering `addr`.
+    pub(crate) fn find(&mut self, addr: u64) -> Option<&Module> {
+        let i = self.find_index(addr)?;
+        Some(&self.modules[i as usize])
+    }
+
+    /// `dwfl_attach_state`: needs a module (any, even garbage) to tell the
+    /// architecture; once it worked, later samples reuse it.
+    pub(crate) fn attach(&mut self) -> bool {
+        if !self.attached && !self.modules.is_empty() {
+            self.attached = true;
+        }
+        self.attached
+    }
+
+    /// perf's `__report_module` for a frame at `addr`: `Err` where perf
+    /// gives up on the frame.
+    pub(crate) fn report(&mut self, process: &dyn Process, addr: u64) -> Result<(), ()> {
+        let Some(map) = process.find_map(addr) else { return Ok(()) };
+        self.report_map(&map, addr)
+    }
+
+    pub(crate) fn report_map(&mut self, map: &MapRef, addr: u64) -> Result<(), ()> {
+        let base = if map.jitted { map.start } else { map.start.wrapping_sub(map.pgoff) };
+        let mut reported = self.find_index(addr).filter(|&i| self.modules[i as usize].start == base);
+        if reported.is_none() {
+            // The symfs file, else the build-id cache's: the caller found
+            // the first of them that libdw can report.
+            let object = map.object.as_ref().ok_or(())?;
+            reported = self.report_elf(&map.name, object, base);
+        }
+        match reported {
+            Some(m) if self.find_index(addr) == Some(m) => Ok(()),
+            _ => Err(()),
+        }
+    }
+
+    /// `dwfl_report_elf`: the module reported, or `None` (no range, or an
+    /// existing module of that name and range: "overlap").
+    fn report_elf(&mut self, name: &Rc<str>, object: &Rc<Object>, base: u64) -> Option<u32> {
+        let (start, end, bias) = object.module_range(base)?;
+        // dwfl_report_module: the place after the last live module before
+        // a match (or in the whole list), where the module goes.
+        let mut tail = 0;
+        let mut found = None;
+        for (pos, &i) in self.list.iter().enumerate() {
+            let m = &self.modules[i as usize];
+            if m.start == start && m.end == end && short_name(&m.name) == short_name(name) {
+                found = Some((pos, i));
+                break;
+            }
+            if !m.gc {
+                tail = pos + 1;
+            }
+        }
+        self.owners = None;
+        match found {
+            Some((pos, i)) => {
+                self.list.remove(pos);
+                self.list.insert(tail, i);
+                // libdw opened the file again: not the module's descriptor.
+                self.modules[i as usize].gc = true;
+                None
+            }
+            None => {
+                let i = self.modules.len() as u32;
+                self.modules.push(Module { name: name.clone(), start, end, bias, object: object.clone(), gc: false });
+                self.list.insert(tail, i);
+                Some(i)
+            }
+        }
+    }
+
+    /// `dwfl_addrsegment`'s module for `addr`.
+    fn find_index(&mut self, addr: u64) -> Option<u32> {
+        if self.owners.is_none() {
+            self.rebuild();
+        }
+        let owners = self.owners.as_ref()?;
+        let idx = lookup(&self.bounds, addr, None)?;
+        match owners[idx] {
+            Some(m) => Some(m),
+            // The upper end of the segment before's module.
+            None if idx > 0 && self.bounds[idx] == addr => {
+                owners[idx - 1].filter(|&m| self.modules[m as usize].end == addr)
+            }
+            None => None,
+        }
+    }
+
+    /// `reify_segments`: the segment table for the live modules, in list
+    /// order, each owning the segments from its start up to its end.
+    fn rebuild(&mut self) {
+        let mut owners = vec![None; self.bounds.len()];
+        let mut hint = None;
+        for &i in &self.list {
+            let m = &self.modules[i as usize];
+            if m.gc {
+                continue;
+            }
+            let (start, end) = (m.start, m.end);
+            let mut idx = match lookup(&self.bounds, start, hint) {
+                None => {
+                    insert(&mut self.bounds, &mut owners, 0, start, end);
+                    0
+                }
+                // Past the start of the segment it falls in: a new one.
+                // (lookup never answers a segment starting above `start`.)
+                Some(idx) if self.bounds[idx] < start => {
+                    insert(&mut self.bounds, &mut owners, idx + 1, start, end);
+                    idx + 1
+                }
+                Some(idx) => idx,
+            };
+            if idx + 1 < self.bounds.len() && end < self.bounds[idx + 1] {
+                // Ends inside the next segment: split it.
+                let next = self.bounds[idx + 1];
+                insert(&mut self.bounds, &mut owners, idx + 1, end, next);
+            }
+            loop {
+                owners[idx] = Some(i);
+                idx += 1;
+                if idx >= self.bounds.len() || self.bounds[idx] >= end {
+                    break;
+                }
+            }
+            hint = (idx < self.bounds.len()).then_some(idx);
+        }
+        self.owners = Some(owners);
+    }
+}
+
+/// libdwfl's segment `lookup`: the index whose segment holds `addr`, by
+/// the hint if it holds it, else by binary search (over a table that
+/// overlapping modules may have left unsorted: the search then answers
+/// what libdw's answers).
+fn lookup(bounds: &[u64], addr: u64, hint: Option<usize>) -> Option<usize> {
+    if let Some(h) = hint
+        && addr >= bounds[h]
+        && (h + 1 == bounds.len() || addr < bounds[h + 1])
+    {
+        return Some(h);
+    }
+    let (mut l, mut u) = (0, bounds.len());
+    while l < u {
+        let idx = (l + u) / 2;
+        if addr < bounds[idx] {
+            u = idx;
+        } else {
+            l = idx + 1;
+            if l == bounds.len() || addr < bounds[l] {
+                return Some(idx);
+            }
+        }
+    }
+    None
+}
+
+/// libdwfl's segment `insert` at `i` of `[start, end)`: the boundaries
+/// not already there, with no module.
+fn insert(bounds: &mut Vec<u64>, owners: &mut Vec<Option<u32>>, mut i: usize, start: u64, end: u64) {
+    let need_start = i == 0 || bounds[i - 1] != start;
+    let need_end = i + 1 >= bounds.len() || bounds[i + 1] != end;
+    if need_start {
+        bounds.insert(i, start);
+        owners.insert(i, None);
+        i += 1;
+    }
+    if need_end {
+        bounds.insert(i, end);
+        owners.insert(i, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::elf::Phdr;
+
+    /// An ET_DYN object loaded over [0, 0x8000).
+    fn object() -> Rc<Object> {
+        let load = Phdr { p_type: 1, p_offset: 0, p_vaddr: 0, p_filesz: 0x8000, p_memsz: 0x8000, p_align: 0x1000 };
+        let parts = super::super::object::ObjectParts {
+            e_type: 3,
+            elf64: true,
+            little_endian: true,
+            segments: vec![load],
+            eh_frame: None,
+            eh_frame_hdr: None,
+            debug_frame: None,
+        };
+        Rc::new(Object::from_parts(1, parts).expect("object"))
+    }
+
+    fn map(start: u64, pgoff: u64, object: &Rc<Object>) -> MapRef {
+        MapRef { start, pgoff, name: "/bin/prog".into(), object: Some(object.clone()), jitted: false }
+    }
+
+    fn at(space: &mut ModuleSpace, addr: u64) -> Option<u64> {
+        space.find(addr).map(|m| m.start)
+    }
+
+    /// The same file reported at two bases (maps of one file whose
+    /// `start - pgoff` differ, as rust-lld's layout makes them): libdw's
+    /// segment table, worked out by hand from `reify_segments`, answers
+    /// the later module in its first segment, nothing past it; and a
+    /// report of the first module again kills it.
+    #[test]
+    fn overlapping_modules_answer_as_libdws_segment_table() {
+        let obj = object();
+        let mut space = ModuleSpace::default();
+        // The text map: module T = [0x1000, 0x9000).
+        assert_eq!(space.report_map(&map(0x2000, 0x1000, &obj), 0x2800), Ok(()));
+        assert_eq!(at(&mut space, 0x8800), Some(0x1000));
+        // A map of the same file based at 0x2000: R = [0x2000, 0xa000),
+        // reported (T starts elsewhere). Segments [0x1000 T, 0x2000 R,
+        // 0xa000 -, 0x9000 -]: the table is no longer sorted.
+        assert_eq!(space.report_map(&map(0x8000, 0x6000, &obj), 0x8800), Ok(()));
+        assert_eq!(space.bounds, [0x1000, 0x2000, 0xa000, 0x9000]);
+        assert_eq!(at(&mut space, 0x1800), Some(0x1000));
+        assert_eq!(at(&mut space, 0x8800), Some(0x2000));
+        assert_eq!(at(&mut space, 0x9800), Some(0x2000));
+        assert_eq!(at(&mut space, 0xa800), None);
+        // A text address now finds R, which does not start at the text
+        // map's base: perf reports T's file again, libdw finds T and
+        // marks it garbage ("overlap"): the frame fails, and T is gone.
+        assert_eq!(space.report_map(&map(0x2000, 0x1000, &obj), 0x3000), Err(()));
+        assert_eq!(at(&mut space, 0x1800), None);
+        assert_eq!(at(&mut space, 0x3000), Some(0x2000));
+        assert_eq!(space.report_map(&map(0x2000, 0x1000, &obj), 0x1800), Err(()));
+        // Garbage modules still let libdw attach.
+        assert!(space.attach());
+    }
+
+    #[test]
+    fn lookup_finds_the_segment() {
+        let b = [0x1000, 0x2000, 0x3000];
+        assert_eq!(lookup(&b, 0xfff, None), None);
+        assert_eq!(lookup(&b, 0x1000, None), Some(0));
+        assert_eq!(lookup(&b, 0x2fff, None), Some(1));
+        assert_eq!(lookup(&b, u64::MAX, None), Some(2));
+        assert_eq!(lookup(&b, 0x2500, Some(1)), Some(1));
+        assert_eq!(lookup(&b, 0x1500, Some(1)), Some(0));
+    }
+}

@@ -1,0 +1,344 @@
+//! The user part of a `--call-graph dwarf` sample's callchain, unwound
+//! against the machine: perf's `thread__resolve_callchain_unwind`.
+//!
+//! perf unwinds a sample when it resolves its callchain, if the event
+//! samples both `REGS_USER` and `STACK_USER` and the sample has user
+//! registers and a non-empty stack copy. The process it unwinds in is the
+//! sample's thread's address space at that moment (the machine's maps),
+//! each map's object file found as perf finds it:
+//!
+//! ```text
+//! map at an address  ──> its DSO ──> the file libdw is given:
+//!                                      <symfs>/<recorded path>, else the
+//!                                      DSO's build-id cache entry
+//!                                  └─> .debug_frame from the file the
+//!                                      symbols come from (debuglink,
+//!                                      build-id, ...) if the file has no
+//!                                      DWARF of its own
+//! read outside the stack copy ──> the DSO's data file (build-id cache
+//!                                 entry, else <symfs>/<path>) at
+//!                                 addr - start + pgoff
+//! ```
+//!
+//! Kept across samples: one [`Object`] per DSO (its CFI, parsed once),
+//! one [`ModuleSpace`] per address space (perf's per-`maps` `Dwfl`, which
+//! lives as long as the maps do: perf drops it only when a map is removed,
+//! which the machine never does for user maps), and the unwinder's CFI
+//! rows. What could not be unwound is counted ([`UnwindStats`]) so that
+//! the caller can say so: perf prints such samples without user frames,
+//! silently.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use super::{Arch, MapRef, ModuleSpace, Object, Process, Sample, Stop, Unwinder};
+use crate::fasthash::FastMap;
+use crate::machine::{DsoId, DsoKind, Dsos, Machine, Maps};
+use crate::symbols::SymbolConfig;
+use crate::symbols::elf::{self, Elf, SectionBytes};
+use crate::symbols::load::{self, Search};
+use perf_data::bytes::Endian;
+use perf_data::sample::Sample as PerfSample;
+
+/// What unwinding needs to know besides the recording.
+#[derive(Debug, Clone)]
+pub struct UnwindOptions {
+    /// perf's `--max-stack` for the user part (the kernel part is cut
+    /// separately, by whoever prints it).
+    pub max_stack: usize,
+    /// Where the object files are: the symfs and the build-id cache, as
+    /// the symbolizer looks for them.
+    pub files: SymbolConfig,
+}
+
+/// What became of the samples that were to be unwound.
+#[derive(Debug, Default, Clone)]
+pub struct UnwindStats {
+    /// Samples with user registers and a stack copy to unwind.
+    pub samples: u64,
+    /// User frames produced.
+    pub frames: u64,
+    /// Samples whose stack copy was empty (`dyn_size` 0): no user frames.
+    pub empty_stack: u64,
+    /// Samples whose own address is in a map with no object file to
+    /// unwind with (`[vdso]`, anonymous memory, a file not found): no user
+    /// frames.
+    pub no_object: u64,
+    /// Samples whose unwinding stopped at a return address into such a
+    /// map (the frames before it are kept).
+    pub cut_at_no_object: u64,
+    /// Samples whose unwinding went through an object without any CFI
+    /// (`.eh_frame`, `.debug_frame`): libdw falls back to frame pointers
+    /// there.
+    pub through_no_cfi: u64,
+    /// Samples of a register ABI or architecture this unwinder has no
+    /// tables for (32-bit tasks, recordings of other machines): no user
+    /// frames.
+    pub unsupported: u64,
+    /// The DSOs those samples met without an object file, and those
+    /// without CFI (at most [`MAX_NAMES`] each).
+    pub missing_objects: BTreeSet<String>,
+    pub objects_without_cfi: BTreeSet<String>,
+}
+
+/// Names kept per list in [`UnwindStats`].
+pub const MAX_NAMES: usize = 16;
+
+impl UnwindStats {
+    /// Samples printed without any user frame although they had a user
+    /// stack to unwind.
+    pub fn without_user_frames(&self) -> u64 {
+        self.empty_stack + self.no_object + self.unsupported
+    }
+}
+
+/// Address spaces whose modules are kept before all are forgotten (a
+/// bound for recordings of endless short-lived processes; perf frees a
+/// process's `Dwfl` with its maps).
+const MAX_SPACES: usize = 1 << 16;
+
+/// The unwinding state of one run.
+pub(crate) struct UserUnwinder {
+    unwinder: Option<Unwinder>,
+    /// The architecture was looked at (from the recording's `ARCH`
+    /// feature, at the first sample).
+    arch_known: bool,
+    max_stack: usize,
+    files: RefCell<Files>,
+    /// perf's per-maps `Dwfl`, by the machine's map group.
+    spaces: FastMap<u64, ModuleSpace>,
+    /// The frames of the last sample unwound.
+    frames: Vec<u64>,
+    pub stats: UnwindStats,
+}
+
+/// The object files of the recording's DSOs, found and parsed once each.
+struct Files {
+    symfs: Option<PathBuf>,
+    buildid_cache: Option<PathBuf>,
+    /// The recording's BUILD_ID table: recorded path -> build-id.
+    build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    by_dso: Vec<Option<DsoFiles>>,
+}
+
+/// What was found for one DSO.
+struct DsoFiles {
+    object: Option<Rc<Object>>,
+    /// The file perf reads memory from (`dso__data_read_addr`), opened
+    /// when first needed.
+    data: Option<Option<SectionBytes>>,
+}
+
+impl UserUnwinder {
+    pub(crate) fn new(options: &UnwindOptions, build_ids: Vec<perf_data::features::BuildIdEntry>) -> UserUnwinder {
+        let files = Files {
+            symfs: options.files.symfs_dir().map(PathBuf::from),
+            buildid_cache: options.files.buildid_cache(),
+            // A build-id of zeros or of no bytes is none (as the symbolizer
+            // takes them: perf's build_id__is_defined).
+            build_ids: build_ids
+                .into_iter()
+                .filter(|e| perf_data::features::build_id_is_defined(&e.build_id))
+                .map(|e| (e.filename, e.build_id))
+                .collect(),
+            by_dso: Vec::new(),
+        };
+        UserUnwinder {
+            unwinder: None,
+            arch_known: false,
+            max_stack: options.max_stack,
+            files: RefCell::new(files),
+            spaces: FastMap::default(),
+            frames: Vec::new(),
+            stats: UnwindStats::default(),
+        }
+    }
+
+    /// Whether perf unwinds samples of an event with this `sample_type`.
+    pub(crate) fn applies(sample_type: u64) -> bool {
+        use perf_data::attr::sample_type::{REGS_USER, STACK_USER};
+        sample_type & REGS_USER != 0 && sample_type & STACK_USER != 0
+    }
+
+    /// The user frames of sample `s` (of an event [`UserUnwinder::applies`]
+    /// to), leaf first, as perf appends them to the callchain: each the
+    /// address perf prints and symbolizes. `arch`: the recording's `ARCH`
+    /// feature, if known.
+    pub(crate) fn unwind(&mut self, machine: &Machine, s: &PerfSample<'_>, endian: Endian, arch: Option<&str>) -> &[u64] {
+        self.frames.clear();
+        let (Some(regs), Some(stack)) = (s.user_regs, s.user_stack) else { return &self.frames };
+        // perf: no user registers (a kernel thread), nothing captured.
+        if regs.abi == super::abi::NONE || regs.values.is_empty() {
+            return &self.frames;
+        }
+        self.stats.samples += 1;
+        if stack.is_empty() {
+            self.stats.empty_stack += 1;
+            return &self.frames;
+        }
+        if !self.arch_known {
+            self.arch_known = true;
+            self.unwinder = arch_of(arch).map(Unwinder::new);
+        }
+        let Some(unwinder) = self.unwinder.as_mut() else {
+            self.stats.unsupported += 1;
+            return &self.frames;
+        };
+        let Some(thread) = machine.thread(s.tid) else { return &self.frames };
+        if self.spaces.len() >= MAX_SPACES {
+            self.spaces.clear();
+        }
+        let space = self.spaces.entry(thread.map_group()).or_default();
+        let maps = thread.maps();
+        let little_endian = endian == Endian::Little;
+        let view = View { maps: &maps, dsos: &machine.dsos, files: &self.files, little_endian, no_object: Cell::new(None), no_cfi: Cell::new(None) };
+        let sample = Sample { regs, stack, little_endian };
+        let unwound = unwinder.unwind(space, &view, &sample, self.max_stack);
+        self.frames.extend(unwound.frames.iter().map(|f| f.ip));
+        let st = &mut self.stats;
+        st.frames += self.frames.len() as u64;
+        let mut no_object = false;
+        match unwound.stop {
+            Stop::FirstFrameNotReported | Stop::NotAttached => {
+                st.no_object += 1;
+                no_object = true;
+            }
+            Stop::FrameNotReported => {
+                st.cut_at_no_object += 1;
+                no_object = true;
+            }
+            Stop::UnsupportedAbi => st.unsupported += 1,
+            _ => {}
+        }
+        if let Some(dso) = view.no_object.get().filter(|_| no_object) {
+            remember(&mut st.missing_objects, &machine.dsos.get(dso).name);
+        }
+        if let Some(dso) = view.no_cfi.get() {
+            st.through_no_cfi += 1;
+            remember(&mut st.objects_without_cfi, &machine.dsos.get(dso).name);
+        }
+        &self.frames
+    }
+}
+
+fn remember(names: &mut BTreeSet<String>, name: &str) {
+    if names.len() < MAX_NAMES {
+        names.insert(name.to_string());
+    }
+}
+
+/// The unwinder's architecture for a recording whose `ARCH` feature is
+/// `arch` (perf's `perf_env__arch`: the running machine's when the
+/// recording does not say).
+fn arch_of(arch: Option<&str>) -> Option<Arch> {
+    match arch {
+        Some("x86_64") => Some(Arch::X86_64),
+        Some(_) => None,
+        None if cfg!(target_arch = "x86_64") => Some(Arch::X86_64),
+        None => None,
+    }
+}
+
+/// The sample's address space, as the unwinder sees it.
+struct View<'a> {
+    maps: &'a Maps,
+    dsos: &'a Dsos,
+    files: &'a RefCell<Files>,
+    /// Byte order of the recorded machine (of its files too).
+    little_endian: bool,
+    /// The last DSO met without an object file, and without CFI.
+    no_object: Cell<Option<DsoId>>,
+    no_cfi: Cell<Option<DsoId>>,
+}
+
+impl Process for View<'_> {
+    fn find_map(&self, addr: u64) -> Option<MapRef> {
+        let map = self.maps.find(addr)?;
+        let dso = self.dsos.get(map.dso);
+        let object = self.files.borrow_mut().object(map.dso, self.dsos);
+        match &object {
+            None => self.no_object.set(Some(map.dso)),
+            Some(o) if !o.has_cfi() => self.no_cfi.set(Some(map.dso)),
+            Some(_) => {}
+        }
+        Some(MapRef { start: map.start, pgoff: map.pgoff, name: dso.name.clone(), object, jitted: dso.name.starts_with("/tmp/jitted-") })
+    }
+
+    fn read_file_word(&self, addr: u64) -> Option<u64> {
+        let map = self.maps.find(addr)?;
+        let data = self.files.borrow_mut().data(map.dso, self.dsos)?;
+        let off = usize::try_from(map.map_ip(addr)).ok()?;
+        let b: [u8; 8] = data.get(off..off.checked_add(8)?)?.try_into().ok()?;
+        Some(if self.little_endian { u64::from_le_bytes(b) } else { u64::from_be_bytes(b) })
+    }
+}
+
+impl Files {
+    fn search(&self) -> Search<'_> {
+        Search { symfs: self.symfs.as_deref(), buildid_dir: self.buildid_cache.as_deref(), demangle: false }
+    }
+
+    fn entry(&mut self, id: DsoId, dsos: &Dsos) -> &mut DsoFiles {
+        let i = id as usize;
+        if self.by_dso.len() <= i {
+            self.by_dso.resize_with(i + 1, || None);
+        }
+        if self.by_dso[i].is_none() {
+            let object = self.load_object(id, dsos).map(Rc::new);
+            self.by_dso[i] = Some(DsoFiles { object, data: None });
+        }
+        self.by_dso[i].as_mut().expect("just filled")
+    }
+
+    fn object(&mut self, id: DsoId, dsos: &Dsos) -> Option<Rc<Object>> {
+        self.entry(id, dsos).object.clone()
+    }
+
+    fn build_id(&self, id: DsoId, dsos: &Dsos) -> Option<Vec<u8>> {
+        let dso = dsos.get(id);
+        dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned())
+    }
+
+    /// `__report_module`'s file: `<symfs>/<long name>`, else the DSO's
+    /// build-id cache entry; `None` where libdw could not report one.
+    fn load_object(&self, id: DsoId, dsos: &Dsos) -> Option<Object> {
+        let dso = dsos.get(id);
+        let search = self.search();
+        let bid = self.build_id(id, dsos);
+        let is_vdso = dso.kind == DsoKind::Vdso;
+        let main = Elf::open(&search.join(&dso.name)).or_else(|| {
+            let file = load::build_id_cache_file(self.buildid_cache.as_deref()?, bid.as_deref()?, is_vdso)?;
+            Elf::open(&file)
+        })?;
+        // libdw reads `.debug_frame` from the file perf loaded the symbols
+        // from (its find_debuginfo callback) when the file has no DWARF.
+        let debug = if Object::needs_debug_file(&main) {
+            load::symsrc_path(&dso.name, bid.as_deref(), is_vdso, &search).and_then(|p| Elf::open(&p))
+        } else {
+            None
+        };
+        Object::from_elf(u64::from(id), &main, debug.as_ref())
+    }
+
+    /// The file perf reads a DSO's memory from (`dso__data_fd`: the
+    /// build-id cache entry, else `<symfs>/<long name>`).
+    fn data(&mut self, id: DsoId, dsos: &Dsos) -> Option<SectionBytes> {
+        if self.entry(id, dsos).data.is_none() {
+            let dso = dsos.get(id);
+            let is_vdso = dso.kind == DsoKind::Vdso;
+            let cached = match (&self.buildid_cache, self.build_id(id, dsos)) {
+                (Some(dir), Some(bid)) => load::build_id_cache_file(dir, &bid, is_vdso),
+                _ => None,
+            };
+            let path = self.search().join(&dso.name);
+            let file = cached.and_then(|f| elf::map_file(&f)).or_else(|| elf::map_file(&path)).map(|f| {
+                let len = f.len();
+                SectionBytes::Mapped(f, 0, len)
+            });
+            self.entry(id, dsos).data = Some(file);
+        }
+        self.entry(id, dsos).data.clone().flatten()
+    }
+}
