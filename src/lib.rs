@@ -58,6 +58,7 @@ mod engine;
 mod error;
 mod fasthash;
 mod machine;
+pub mod report;
 pub mod script;
 mod session;
 mod symbols;
