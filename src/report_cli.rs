@@ -373,9 +373,10 @@ struct FlamegraphCommand {
     /// The SVG file (`-`: standard output).
     #[arg(short = 'o', long = "output", default_value = "flame.svg")]
     output: String,
-    /// The title at the top.
-    #[arg(long = "title", default_value = "Flame Graph")]
-    title: String,
+    /// The title at the top (default "Flame Graph", or "Icicle Graph"
+    /// with --inverted, as inferno-flamegraph does).
+    #[arg(long = "title")]
+    title: Option<String>,
     /// A second title line.
     #[arg(long = "subtitle")]
     subtitle: Option<String>,
@@ -412,7 +413,7 @@ fn flamegraph(args: &[String]) -> u8 {
     let run = || -> Result<(), u8> {
         let cmd: FlamegraphCommand = parse("pstitch flamegraph", args)?;
         let svg = SvgOptions {
-            title: cmd.title.clone(),
+            title: cmd.title.clone().unwrap_or_else(|| if cmd.inverted { "Icicle Graph" } else { "Flame Graph" }.to_string()),
             subtitle: cmd.subtitle.clone(),
             colors: cmd.colors.clone(),
             hash: cmd.hash,

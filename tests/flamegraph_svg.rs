@@ -90,7 +90,14 @@ fn svg_options() {
     assert!(s.contains("cwork under test"));
     assert!(s.contains(r#"width="800""#), "width 800");
     let inverted = svg(&["--inverted"]);
-    assert!(inverted.contains("Icicle Graph"), "an icicle graph's default title");
+    assert!(inverted.contains(">Icicle Graph</text>"), "an icicle graph's default title");
+    // The root frame ("all") at the top of an icicle graph, at the bottom
+    // of a flame graph.
+    let root_y = |svg: &str| -> f64 {
+        let g = svg.split("<g>").find(|g| g.contains("<title>all (")).expect("root frame");
+        g.split(r#" y=""#).nth(1).and_then(|r| r.split('"').next()).and_then(|y| y.parse().ok()).expect("root y")
+    };
+    assert!(root_y(&inverted) < root_y(&svg(&[])), "inverted: the root on top");
     // Reversed, the leaves are at the bottom: a leaf function that is
     // never a caller becomes a child of a comm frame's root-level merge.
     let normal = titles(&svg(&[]));

@@ -31,27 +31,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
+mod golden_common;
 
-fn binary() -> PathBuf {
-    let bin = std::env::var_os("PSTITCH_BIN").map_or_else(|| env!("CARGO_BIN_EXE_pstitch").into(), PathBuf::from);
-    std::path::absolute(&bin).unwrap_or(bin)
-}
-
-/// `case/reports/variant` -> reason.
-fn pending() -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(golden_dir().join("pending.txt")).unwrap_or_default();
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| match l.split_once(char::is_whitespace) {
-            Some((k, why)) => (k.to_string(), why.trim().to_string()),
-            None => (l.to_string(), String::new()),
-        })
-        .collect()
-}
+use golden_common::{Tally, binary, golden_dir};
 
 /// All `(case dir, variant)` pairs.
 fn variants() -> Vec<(PathBuf, String)> {
@@ -339,11 +321,10 @@ fn first_difference(expected: &[u8], actual: &[u8]) -> String {
 
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let pending = pending();
     let all = variants();
     assert!(!all.is_empty(), "no report variants found (tests/golden/*/reports)");
     println!("golden reports: testing {}", binary().display());
-    let (mut passed, mut still_pending, mut failed) = (0, 0, Vec::new());
+    let mut tally = Tally::new("thread names differ only by the declared comm-at-sample-time deviation");
     for (case, variant) in &all {
         let name = format!("{}/reports/{variant}", case.file_name().unwrap().to_string_lossy());
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
@@ -351,34 +332,7 @@ fn main() {
         }
         let result = check(case, variant, None)
             .and_then(|n| check(case, variant, Some("1")).map(|_| n).map_err(|e| format!("single-threaded (PSTITCH_THREADS=1): {e}")));
-        match (pending.get(&name), result) {
-            (None, Ok(0)) => {
-                passed += 1;
-                println!("golden {name} ... ok");
-            }
-            (None, Ok(n)) => {
-                passed += 1;
-                println!("golden {name} ... ok ({n} thread names differ only by the declared comm-at-sample-time deviation)");
-            }
-            (None, Err(why)) => {
-                println!("golden {name} ... FAILED");
-                failed.push((name, why));
-            }
-            (Some(reason), Err(_)) => {
-                still_pending += 1;
-                println!("golden {name} ... PENDING ({reason})");
-            }
-            (Some(_), Ok(_)) => {
-                println!("golden {name} ... FAILED (matches now: remove it from tests/golden/pending.txt)");
-                failed.push((name, "listed as pending but matches perf's output".into()));
-            }
-        }
+        tally.record(&name, result);
     }
-    for (name, why) in &failed {
-        println!("\n---- {name} ----\n{why}");
-    }
-    println!("\ngolden reports result: {passed} passed; {} failed; {still_pending} pending", failed.len());
-    if !failed.is_empty() {
-        std::process::exit(1);
-    }
+    tally.finish("golden reports");
 }

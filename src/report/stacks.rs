@@ -34,7 +34,6 @@ use crate::machine::{CpuMode, Dsos, Machine, Map};
 use crate::session::{Callchain, Context, SampleEvent, Tool};
 use crate::symbols::Symbolizer;
 use perf_data::attr::{event_type, sample_type};
-use perf_data::sample::context;
 
 /// A frame's number in its [`FrameTable`].
 pub type FrameId = u32;
@@ -175,35 +174,10 @@ impl<'s> Collector<'s> {
     /// addresses are taken, and an unknown marker empties the chain.
     fn resolve_chain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone) {
         self.chain.clear();
-        let max = self.max_stack;
-        let mut seen = 0;
-        for ip in chain.clone() {
-            if seen >= max {
-                break;
-            }
-            if ip < context::MAX {
-                seen += 1;
-            } else if !matches!(ip, context::HV | context::KERNEL | context::USER | context::USER_DEFERRED) {
-                return;
-            }
-        }
+        let Some(entries) = crate::machine::callchain_entries(chain, self.max_stack) else { return };
         let inline = self.symbolizer.config.inline;
-        let mut mode = CpuMode::User;
-        let mut seen = 0;
         let mut last: Option<(CpuMode, Map)> = None;
-        for ip in chain {
-            if seen >= max {
-                break;
-            }
-            if ip >= context::MAX {
-                mode = match ip {
-                    context::HV => CpuMode::Hypervisor,
-                    context::KERNEL => CpuMode::Kernel,
-                    _ => CpuMode::User,
-                };
-                continue;
-            }
-            seen += 1;
+        for (mode, ip) in entries {
             // Neighbouring addresses are mostly in the same map; a kernel
             // lookup may resize maps, so only user maps are reused.
             let map = match last {
