@@ -7,14 +7,14 @@
 //! directly (perf hands it every argument). perf also accepts `rep`,
 //! `repo` and `repor` for `report`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser};
 
 use crate::cli::{self, EXIT_DAMAGED, EXIT_OK, EXIT_USAGE, ScriptArgs};
-use pstitch::report::{self, D3Tree, FoldOptions, Folded, Gecko, GeckoOptions, StackSink, StacksConfig, SvgOptions};
+use pstitch::report::{self, D3Tree, FoldOptions, Folded, Gecko, GeckoOptions, Printed, StackSink, StacksConfig, SvgOptions};
 use pstitch::script::{HeaderMode, Outcome, Source};
 
 /// Writes one line to stderr (a closed stderr is not worth dying for).
@@ -106,8 +106,10 @@ impl StackcollapseArgs {
 }
 
 /// Opens the input and runs the report's sink over it; `Err` with the exit
-/// code once the reason was said.
-fn collect(script: &ScriptArgs, sink: &mut dyn StackSink) -> Result<(), u8> {
+/// code once the reason was said. What perf would print itself comes back
+/// (see [`Printed`]): the perf reports write its head before their own
+/// standard output, its tail after.
+fn collect(script: &ScriptArgs, sink: &mut dyn StackSink) -> Result<Printed, u8> {
     let config = cli::config(script)?;
     let path = script.input.clone().unwrap_or_else(cli::default_input);
     let name = path.display().to_string();
@@ -116,12 +118,25 @@ fn collect(script: &ScriptArgs, sink: &mut dyn StackSink) -> Result<(), u8> {
         EXIT_DAMAGED
     })?;
     let source = Source { name: &name, mtime: None, progress: None, process_exits: true };
-    let report = report::collect(input, source, StacksConfig::from_script(&config), sink);
+    let stacks = StacksConfig { terminal: std::io::stdout().is_terminal(), ..StacksConfig::from_script(&config) };
+    let (report, printed) = report::collect(input, source, stacks, sink);
     report.messages.iter().for_each(|m| say(m));
     match report.outcome {
-        Outcome::Printed => Ok(()),
+        Outcome::Printed => Ok(printed),
         Outcome::Usage => Err(EXIT_USAGE),
         Outcome::Failed => Err(EXIT_DAMAGED),
+    }
+}
+
+/// Writes to standard output; a reader gone away is no failure.
+fn stdout(b: &[u8]) -> Result<(), u8> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(b).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            say(&format!("pstitch: writing output: {e}"));
+            Err(EXIT_DAMAGED)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -135,15 +150,12 @@ fn stackcollapse(args: &[String]) -> u8 {
             return Err(EXIT_USAGE);
         }
         let mut folded = Folded::new(opts);
-        collect(&cmd.script, &mut folded)?;
-        match folded.write(&mut std::io::stdout().lock()) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-            Err(e) => {
-                say(&format!("pstitch: writing output: {e}"));
-                Err(EXIT_DAMAGED)
-            }
-        }
+        let printed = collect(&cmd.script, &mut folded)?;
+        stdout(printed.head())?;
+        let mut text = Vec::new();
+        folded.write(&mut text).map_err(|_| EXIT_DAMAGED)?;
+        stdout(&text)?;
+        stdout(printed.tail())
     };
     run().err().unwrap_or(EXIT_OK)
 }
@@ -195,7 +207,8 @@ fn d3(args: &[String]) -> u8 {
         let cmd: ReportCommand = parse("pstitch script report flamegraph", args)?;
         let fg = parse::<FlamegraphScriptArgs>("flamegraph", &cmd.script_args)?;
         let mut tree = D3Tree::new(Some(fg.event.clone()));
-        collect(&cmd.script, &mut tree)?;
+        let printed = collect(&cmd.script, &mut tree)?;
+        stdout(printed.head())?;
         let (text, default_name) = if fg.format == "html" {
             let template = if fg.template.is_file() {
                 std::fs::read_to_string(&fg.template).unwrap_or_else(|e| {
@@ -222,7 +235,8 @@ fn d3(args: &[String]) -> u8 {
             tree.write_json(&mut json).map_err(|_| EXIT_DAMAGED)?;
             (json, "stacks.json")
         };
-        write_output(fg.output.as_deref().unwrap_or(default_name), &text)
+        write_output(fg.output.as_deref().unwrap_or(default_name), &text)?;
+        stdout(printed.tail())
     };
     run().err().unwrap_or(EXIT_OK)
 }
@@ -231,16 +245,9 @@ fn d3(args: &[String]) -> u8 {
 /// else the file, said on standard output first.
 fn write_output(name: &str, text: &[u8]) -> Result<(), u8> {
     if name == "-" {
-        let mut out = std::io::stdout().lock();
-        return match out.write_all(text).and_then(|()| out.flush()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                say(&format!("pstitch: writing output: {e}"));
-                Err(EXIT_DAMAGED)
-            }
-            _ => Ok(()),
-        };
+        return stdout(text);
     }
-    println!("dumping data to {name}");
+    stdout(format!("dumping data to {name}\n").as_bytes())?;
     std::fs::write(name, text).map_err(|e| {
         say(&format!("Error writing output file: {e}"));
         EXIT_DAMAGED
@@ -337,13 +344,15 @@ fn gecko(args: &[String]) -> u8 {
         let g = if cmd.script_args.is_empty() { cmd.gecko } else { parse::<GeckoAfterDashes>("gecko", &cmd.script_args)?.gecko };
         let opts = GeckoOptions { user_color: g.user_color, kernel_color: g.kernel_color, product: product() };
         let mut profile = Gecko::new(opts);
-        collect(&cmd.script, &mut profile)?;
+        let printed = collect(&cmd.script, &mut profile)?;
+        stdout(printed.head())?;
         let (file, save_only) = match &g.save_only {
             Some(f) => (f.clone(), true),
             None => ("gecko_profile.json".to_string(), false),
         };
+        let captured = format!("[ perf gecko: Captured and wrote into {file} ]\n");
         if save_only {
-            println!("[ perf gecko: Captured and wrote into {file} ]");
+            stdout(captured.as_bytes())?;
         }
         let written = std::fs::File::create(&file).and_then(|f| profile.write(f));
         if let Err(e) = written {
@@ -351,7 +360,7 @@ fn gecko(args: &[String]) -> u8 {
             return Err(EXIT_DAMAGED);
         }
         if !save_only {
-            println!("[ perf gecko: Captured and wrote into {file} ]");
+            stdout(captured.as_bytes())?;
             // perf serves the file on port 8000 for a second and asks a
             // browser to open the profiler with its address; pstitch
             // leaves the loading to you.
@@ -359,7 +368,7 @@ fn gecko(args: &[String]) -> u8 {
                 "To view it, open https://profiler.firefox.com/ and load {file} (\"Load a profile from file\"), or run `pstitch script report gecko --save-only FILE` to name the file."
             ));
         }
-        Ok(())
+        stdout(printed.tail())
     };
     run().err().unwrap_or(EXIT_OK)
 }
@@ -427,6 +436,7 @@ fn flamegraph(args: &[String]) -> u8 {
             return Err(EXIT_USAGE);
         }
         let mut folded = Folded::new(FoldOptions { include_pid: cmd.include_pid, annotate_kernel: cmd.kernel, ..FoldOptions::default() });
+        // Not perf: the deferred records perf would print are left out.
         collect(&cmd.script, &mut folded)?;
         let written = if cmd.output == "-" {
             report::write_svg(&folded, &svg, std::io::stdout().lock())

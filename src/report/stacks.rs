@@ -23,7 +23,9 @@
 //! the DSO, so they are resolved once per (DSO, address) and kept as
 //! numbers into a [`FrameTable`]. Tracepoint samples are not handed on:
 //! perf calls a script's `process_event` only for other events, and the
-//! scripts here have no tracepoint handlers.
+//! scripts here have no tracepoint handlers. With `--no-merge-callchains`
+//! perf prints the deferred callchain records itself, as `perf script`
+//! does, while the script runs: they go to perf script's printer.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -31,9 +33,12 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::fasthash::FastMap;
 use crate::machine::{CpuMode, Dsos, Machine, Map};
-use crate::session::{Callchain, Context, SampleEvent, Tool};
+use super::printed::Flush;
+use crate::script::Script;
+use crate::session::{Callchain, Context, DeferredEvent, SampleEvent, Tool};
 use crate::symbols::Symbolizer;
 use perf_data::attr::{event_type, sample_type};
+use perf_data::evlist::Evlist;
 
 /// A frame's number in its [`FrameTable`].
 pub type FrameId = u32;
@@ -117,10 +122,17 @@ pub(super) struct Collector<'s> {
     chain: Vec<FrameId>,
     /// Event names by event index (pipe mode adds events as it goes).
     names: Vec<Rc<str>>,
+    /// With `--no-merge-callchains`: perf script's printer, for the
+    /// deferred callchain records perf prints while the script runs.
+    pub printer: Option<Script>,
+    /// Records given to the printer, and when perf's output was flushed
+    /// (see [`super::printed`]).
+    records: usize,
+    pub flushes: Vec<Flush>,
 }
 
 impl<'s> Collector<'s> {
-    pub fn new(symbolizer: Symbolizer, sink: &'s mut dyn StackSink, max_stack: usize, hide_call_graph: bool) -> Collector<'s> {
+    pub fn new(symbolizer: Symbolizer, sink: &'s mut dyn StackSink, max_stack: usize, hide_call_graph: bool, printer: Option<Script>) -> Collector<'s> {
         Collector {
             symbolizer,
             frames: FrameTable::default(),
@@ -131,6 +143,9 @@ impl<'s> Collector<'s> {
             unmapped: None,
             chain: Vec::new(),
             names: Vec::new(),
+            printer,
+            records: 0,
+            flushes: Vec::new(),
         }
     }
 
@@ -200,6 +215,39 @@ impl<'s> Collector<'s> {
 }
 
 impl Tool for Collector<'_> {
+    fn deferred_callchain(&mut self, cx: &mut Context<'_>, ev: &DeferredEvent<'_>) -> Result<()> {
+        if self.printer.is_none() {
+            return Ok(());
+        }
+        // perf resolves the record's callchain to print it, which may
+        // start an addr2line.
+        if !self.hide_call_graph {
+            let started = self.symbolizer.a2l_started();
+            self.resolve_chain(cx.machine, ev.id.tid, ev.deferred.ips.iter());
+            if self.symbolizer.a2l_started() != started {
+                self.flushes.push(Flush::Inside(self.records));
+            }
+        }
+        self.records += 1;
+        match self.printer.as_mut() {
+            Some(p) => p.deferred_callchain(cx, ev),
+            None => Ok(()),
+        }
+    }
+
+    fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<()> {
+        match self.printer.as_mut() {
+            Some(p) => p.attr_added(evlist, idx),
+            None => Ok(()),
+        }
+    }
+
+    fn tracing_data(&mut self, data: &[u8]) {
+        if let Some(p) = self.printer.as_mut() {
+            p.tracing_data(data);
+        }
+    }
+
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         let attr = &cx.evlist.evsels[ev.evsel].attr;
         if attr.type_ == event_type::TRACEPOINT {
@@ -207,10 +255,14 @@ impl Tool for Collector<'_> {
         }
         let with_callchain = !self.hide_call_graph && attr.samples(sample_type::CALLCHAIN);
         let s = ev.sample;
+        let started = self.symbolizer.a2l_started();
         match ev.callchain {
             Some(Callchain::Merged(ips)) if with_callchain => self.resolve_chain(cx.machine, s.tid, ips.iter().copied()),
             Some(Callchain::Recorded(c)) if with_callchain => self.resolve_chain(cx.machine, s.tid, c.iter()),
             _ => self.chain.clear(),
+        }
+        if self.printer.is_some() && self.symbolizer.a2l_started() != started {
+            self.flushes.push(Flush::After(self.records));
         }
         let ip_frame = if self.sink.wants_ip_frame() {
             let mode = CpuMode::from_misc(ev.record.header.misc);
