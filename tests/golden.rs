@@ -34,23 +34,11 @@ use std::process::Command;
 
 mod golden_common;
 
-use golden_common::{Tally, binary, golden_dir};
+use golden_common::{Tally, binary};
 
 /// All `(case dir, variant)` pairs.
 fn variants() -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut cases: Vec<_> = std::fs::read_dir(golden_dir()).expect("tests/golden").flatten().map(|e| e.path()).collect();
-    cases.sort();
-    for case in cases.into_iter().filter(|p| p.join("perf.data").exists()) {
-        let mut names: Vec<String> = std::fs::read_dir(&case)
-            .expect("case dir")
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".args").map(str::to_string))
-            .collect();
-        names.sort();
-        out.extend(names.into_iter().map(|n| (case.clone(), n)));
-    }
-    out
+    golden_common::variants(|c| c.join("perf.data").exists(), Path::to_path_buf)
 }
 
 /// Sample-line keys `(tid, time)` -> comm, from a perf-ref output made with

@@ -5,7 +5,7 @@
 //! running its Python script) wrote for the same recording and options
 //! (tests/fixtures/make-golden-reports.sh):
 //!
-//! - stackcollapse: standard output, byte for byte (`<variant>.out`);
+//! - stackcollapse: standard output, byte for byte (`<variant>.out.gz`);
 //! - flamegraph `--format=json`: the file, as parsed JSON (`<variant>.json`);
 //! - gecko `--save-only`: the file, as parsed JSON (`<variant>.json.gz`),
 //!   with `meta.product` being what `uname -op` prints here (the script
@@ -33,23 +33,11 @@ use serde_json::Value;
 
 mod golden_common;
 
-use golden_common::{Tally, binary, golden_dir};
+use golden_common::{Tally, binary};
 
 /// All `(case dir, variant)` pairs.
 fn variants() -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(golden_dir()).expect("tests/golden").flatten().map(|e| e.path()).collect();
-    cases.sort();
-    for case in cases.into_iter().filter(|c| c.join("reports").is_dir()) {
-        let mut names: Vec<String> = std::fs::read_dir(case.join("reports"))
-            .expect("reports dir")
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".args").map(str::to_string))
-            .collect();
-        names.sort();
-        out.extend(names.into_iter().map(|n| (case.clone(), n)));
-    }
-    out
+    golden_common::variants(|c| c.join("reports").is_dir(), |c| c.join("reports"))
 }
 
 /// One variant's arguments: the report, perf script options, the
@@ -204,8 +192,21 @@ fn tree_paths(v: &Value) -> BTreeMap<String, u64> {
     out
 }
 
+/// A file perf-ref's output was kept in, compressed (`gzip -n`).
+fn gunzip(path: &Path) -> Result<Vec<u8>, String> {
+    let raw = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(out)
+}
+
+/// Parses JSON of any depth (a flame graph's tree is as deep as its
+/// deepest stack).
 fn json(bytes: &[u8], what: &str) -> Result<Value, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("{what}: not JSON: {e}"))
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    Value::deserialize(&mut de).map_err(|e| format!("{what}: not JSON: {e}"))
 }
 
 /// Runs one variant in one thread mode; `Ok(n)`: matches, `n` names
@@ -217,7 +218,7 @@ fn check(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, Str
     let (stdout, file) = run_pstitch(case, &s, threads)?;
     match s.report.as_str() {
         "stackcollapse" => {
-            let expected = std::fs::read(dir.join(format!("{variant}.out"))).map_err(|e| e.to_string())?;
+            let expected = gunzip(&dir.join(format!("{variant}.out.gz")))?;
             if stdout == expected {
                 return Ok(0);
             }
@@ -240,10 +241,7 @@ fn check(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, Str
             }
         }
         "gecko" => {
-            let mut gz = Vec::new();
-            let raw = std::fs::read(dir.join(format!("{variant}.json.gz"))).map_err(|e| e.to_string())?;
-            flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut gz).map_err(|e| format!("{variant}.json.gz: {e}"))?;
-            let mut expected = json(&gz, "perf-ref's")?;
+            let mut expected = json(&gunzip(&dir.join(format!("{variant}.json.gz")))?, "perf-ref's")?;
             expected["meta"]["product"] = Value::String(uname_op());
             let mut actual = json(&file.ok_or("pstitch wrote no file")?, "pstitch's")?;
             if expected == actual {

@@ -18,6 +18,24 @@ pub fn binary() -> PathBuf {
     std::path::absolute(&bin).unwrap_or(bin)
 }
 
+/// Every `(case dir, variant)` of the golden cases `has` accepts: the
+/// variants are the `<variant>.args` files in `dir(case)`, in name order.
+pub fn variants(has: impl Fn(&Path) -> bool, dir: impl Fn(&Path) -> PathBuf) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(golden_dir()).expect("tests/golden").flatten().map(|e| e.path()).collect();
+    cases.sort();
+    for case in cases.into_iter().filter(|c| has(c)) {
+        let mut names: Vec<String> = std::fs::read_dir(dir(&case))
+            .expect("variants dir")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".args").map(str::to_string))
+            .collect();
+        names.sort();
+        out.extend(names.into_iter().map(|n| (case.clone(), n)));
+    }
+    out
+}
+
 /// `tests/golden/pending.txt`: variant name -> the reason (the issue that
 /// will fix it).
 pub fn pending() -> BTreeMap<String, String> {
