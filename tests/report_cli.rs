@@ -1,6 +1,7 @@
 //! The report commands' behaviour around their outputs: the HTML page from
 //! a template (and perf's message and status without one), gecko without
-//! `--save-only`, perf's spellings of `report`, the scripts' option checks.
+//! `--save-only`, perf's spellings of `report`, the scripts' option checks,
+//! an idle CPU's pid as the scripts see it.
 //! What they compute is checked against perf in tests/golden_reports.rs.
 
 use std::path::{Path, PathBuf};
@@ -114,4 +115,64 @@ fn report_spellings_and_checks() {
     assert!(text(&bad.stderr).contains("requesting tid but not comm is invalid"));
     let unknown = report(&dir, &["report", "nosuch"], &[]);
     assert_eq!(unknown.status.code(), Some(2));
+}
+
+/// A cpu-clock recording built by hand: two samples of an idle CPU (pid
+/// and tid -1) and one of tid 7, no callchains, no comm records.
+fn idle_samples() -> Vec<u8> {
+    use pstitch::perf_data::attr::{flag, sample_type as st};
+    use pstitch::perf_data::bytes::Endian;
+    use pstitch::perf_data::record::kind;
+    use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, set_attr_flags};
+    let p = Put(Endian::Little);
+    let mut attr = Vec::new();
+    p.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
+    p.u32(&mut attr, 128);
+    p.u64(&mut attr, 0); // cpu-clock
+    p.u64(&mut attr, 1000);
+    p.u64(&mut attr, st::IP | st::TID | st::TIME | st::PERIOD);
+    attr.resize(128, 0);
+    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let mut data = Vec::new();
+    for (i, tid) in [u32::MAX, 7, u32::MAX].into_iter().enumerate() {
+        p.header(&mut data, kind::SAMPLE, 2, 40);
+        p.u64(&mut data, 0x400000);
+        p.u32(&mut data, tid);
+        p.u32(&mut data, tid);
+        p.u64(&mut data, 1_000_000_000 + i as u64 * 1_000_000);
+        p.u64(&mut data, 1000);
+    }
+    FileWriter { endian: Endian::Little, attrs: vec![AttrEntry { raw: attr, ids: vec![1] }], data, features: vec![] }.to_bytes()
+}
+
+/// perf's Python engine hands a script the sample's pid and tid unsigned:
+/// an idle CPU's -1 is 4294967295 in the folded root, the flame graph's
+/// process node and gecko's thread, while its comm is `:-1`. The expected
+/// values are perf-ref's outputs for this file.
+#[test]
+fn idle_pid_as_the_scripts_see_it() {
+    let dir = scratch();
+    std::fs::write(dir.join("perf.data"), idle_samples()).expect("write perf.data");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pstitch")).current_dir(&dir).env("PERF_BUILDID_DIR", "/nonexistent").args(args).output().expect("run pstitch");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let folded = run(&["script", "report", "stackcollapse", "-i", "perf.data", "--", "--include-pid", "--include-tid"]);
+    assert_eq!(folded, ":-1-4294967295/4294967295 2\n:7-7/7 1\n");
+    run(&["script", "report", "flamegraph", "-i", "perf.data", "--", "--format=json", "--output=stacks.json"]);
+    let stacks = std::fs::read_to_string(dir.join("stacks.json")).expect("stacks.json");
+    let stacks: serde_json::Value = serde_json::from_str(&stacks).expect("stacks.json is JSON");
+    let perf = r#"{"n": "all", "l": "root", "v": 0, "c": [{"n": ":-1 (4294967295)", "l": "", "v": 2, "c": []}, {"n": ":7 (7)", "l": "", "v": 1, "c": []}]}"#;
+    assert_eq!(stacks, serde_json::from_str::<serde_json::Value>(perf).unwrap());
+    run(&["script", "report", "gecko", "-i", "perf.data", "--save-only", "gecko.json"]);
+    let gecko: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("gecko.json")).expect("gecko.json")).expect("gecko JSON");
+    let threads: Vec<(u64, u64, &str)> = gecko["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|t| (t["tid"].as_u64().unwrap_or(0), t["pid"].as_u64().unwrap_or(0), t["name"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(threads, [(4294967295, 4294967295, ":-1"), (7, 7, ":7")]);
+    std::fs::remove_dir_all(&dir).expect("remove scratch");
 }

@@ -49,8 +49,8 @@ const KERNEL: u8 = 1;
 #[derive(Default)]
 struct Thread {
     comm: String,
-    pid: i32,
-    tid: i32,
+    pid: u32,
+    tid: u32,
     /// (stack, time in ms).
     samples: Vec<(u32, f64)>,
     /// (string, category).
@@ -68,7 +68,7 @@ struct Thread {
 pub struct Gecko {
     opts: GeckoOptions,
     threads: Vec<Thread>,
-    by_tid: HashMap<i32, usize, foldhash::fast::RandomState>,
+    by_tid: HashMap<u32, usize, foldhash::fast::RandomState>,
     start_time: Option<f64>,
     /// Frame texts, global: interned once, numbered.
     texts: Vec<Box<str>>,

@@ -84,8 +84,11 @@ impl FrameTable {
 pub struct StackSample<'a> {
     /// `thread__comm_str` of the sample's thread.
     pub comm: &'a str,
-    pub pid: i32,
-    pub tid: i32,
+    /// The sample's pid and tid as perf's Python engine hands them to a
+    /// script: unsigned (`sample->pid` is a `u32`), so an idle CPU's -1 is
+    /// 4294967295 (the comm, `:-1`, keeps the sign).
+    pub pid: u32,
+    pub tid: u32,
     /// Nanoseconds.
     pub time: u64,
     /// `evsel__name`.
@@ -279,7 +282,7 @@ impl Tool for Collector<'_> {
             None
         };
         let event = self.event_name(cx.evlist, ev.evsel);
-        let sample = StackSample { comm: ev.comm, pid: s.pid, tid: s.tid, time: s.time, event: &event, callchain: &self.chain, ip_frame };
+        let sample = StackSample { comm: ev.comm, pid: s.pid.cast_unsigned(), tid: s.tid.cast_unsigned(), time: s.time, event: &event, callchain: &self.chain, ip_frame };
         self.sink.sample(&self.frames, &sample);
         Ok(())
     }
