@@ -159,6 +159,12 @@ pub struct ScriptArgs {
     #[arg(long = "show-lost-events")]
     pub show_lost_events: bool,
 
+    /// Most MiB of copied records (pipe input, compressed chunks) waiting
+    /// to be sorted by time; beyond it the older half is printed early,
+    /// with a warning (default 2048).
+    #[arg(long = "queue-limit", value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub queue_limit: Option<u64>,
+
     /// Say more on standard error.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -315,6 +321,9 @@ pub fn config(args: &ScriptArgs) -> Result<ScriptConfig, u8> {
         ..Default::default()
     };
     let mut session = SessionOptions { no_merge_callchains: args.no_merge_callchains, ..Default::default() };
+    if let Some(mib) = args.queue_limit {
+        session.limits.max_queued_bytes = usize::try_from(mib << 20).unwrap_or(usize::MAX);
+    }
     if let Err(e) = parse_filters(args, &mut session.filter) {
         say!("{e}");
         return Err(EXIT_USAGE);

@@ -189,7 +189,7 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
             messages.push(e);
             return Report::stop(Outcome::Failed, messages);
         }
-        if let Err(e) = script.check_output(&evlist) {
+        if let Err(e) = script.check_output(&evlist, features.get(feat::CLOCK_DATA).is_some()) {
             messages.push(e.0);
             return Report::stop(Outcome::Usage, messages);
         }
