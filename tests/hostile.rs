@@ -55,7 +55,22 @@ fn fixture(rel: &str) -> Vec<u8> {
 fn cases() -> Vec<Case> {
     let rustwork = fixture("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
     let deep = ["/tmp/pstitch-hostile/deep1024", "/tmp/pstitch-hostile/deep1025", "/tmp/pstitch-hostile/deep1100"];
+    let c_threads = fixture("tests/golden/c-threads/perf.data");
     vec![
+        // Issue 27: a BUILD_ID entry of zeros, and one of size 0, are no
+        // build-id (perf finds the file by its path).
+        Case {
+            name: "build-id-zeros",
+            perf_data: generate::undefined_build_id(&c_threads, "/tmp/pstitch-fixtures/bin/cwork", false),
+            symfs: vec![],
+            args: "",
+        },
+        Case {
+            name: "build-id-empty",
+            perf_data: generate::undefined_build_id(&c_threads, "/usr/lib/x86_64-linux-gnu/libc.so.6", true),
+            symfs: vec![],
+            args: "",
+        },
         // Item 1: `.debug_info` (zlib) claiming 3 GiB in a 1 MB file.
         Case {
             name: "compressed-claim-zlib",
@@ -258,6 +273,12 @@ fn compressed_sections_claiming_gigabytes_read_as_binutils_reads_them() {
     check_case("compressed-claim-zlib");
     check_case("compressed-claim-zstd");
     check_case("compressed-zstd");
+}
+
+#[test]
+fn build_ids_of_zeros_or_no_bytes_are_no_build_ids() {
+    check_case("build-id-zeros");
+    check_case("build-id-empty");
 }
 
 #[test]

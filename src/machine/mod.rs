@@ -291,7 +291,7 @@ impl Machine {
             _ => (filename.to_string(), MapKind::Dso, m.pgoff),
         };
         let dso = self.dsos.findnew(&name, kind);
-        if let Some(bid) = m.build_id {
+        if let Some(bid) = m.build_id.filter(|b| perf_data::features::build_id_is_defined(b)) {
             self.dsos.set_build_id(dso, bid.to_vec());
         }
         let map = Map { start: m.start, end: m.start.wrapping_add(m.len), pgoff, dso, kind: map_kind, prot, flags: m.flags };

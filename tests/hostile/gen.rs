@@ -510,3 +510,37 @@ pub fn compressed_chunks(samples: usize, filler_per_sample: usize, chunk_bytes: 
     }
     FileWriter { endian: Endian::Little, attrs: vec![AttrEntry { raw: attr, ids: vec![1] }], data, features: vec![(27, feature)] }.to_bytes()
 }
+
+/// A copy of the file-mode recording `data` whose HEADER_BUILD_ID entry for
+/// the file named `name` says its build-id is all zeros (`empty`: of size
+/// 0, with PERF_RECORD_MISC_BUILD_ID_SIZE set), as a recorder that could
+/// not read one writes it.
+pub fn undefined_build_id(data: &[u8], name: &str, empty: bool) -> Vec<u8> {
+    let mut d = data.to_vec();
+    let u64_at = |d: &[u8], at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
+    // perf_file_header: magic, size, attr_size, attrs, data, event_types
+    // (offset and size each), then the feature bitmap.
+    let sections = (u64_at(&d, 40) + u64_at(&d, 48)) as usize;
+    let features: Vec<u32> = (0..256).filter(|&b| u64_at(&d, 72 + (b / 64) as usize * 8) >> (b % 64) & 1 == 1).collect();
+    // HEADER_BUILD_ID is feature bit 2: its section is the index of bit 2
+    // among the bits set.
+    let index = features.iter().position(|&b| b == 2).expect("a BUILD_ID table");
+    let (start, size) = (u64_at(&d, sections + 16 * index) as usize, u64_at(&d, sections + 16 * index + 8) as usize);
+    let mut at = start;
+    while at < start + size {
+        let rec = u16::from_le_bytes([d[at + 6], d[at + 7]]) as usize;
+        // header, pid, build_id[20], size (u8) and padding, filename
+        let named = d[at + 36..at + rec].split(|&b| b == 0).next() == Some(name.as_bytes());
+        if named {
+            d[at + 12..at + 32].fill(0);
+            if empty {
+                d[at + 32] = 0;
+                let misc = u16::from_le_bytes([d[at + 4], d[at + 5]]) | 0x8000;
+                d[at + 4..at + 6].copy_from_slice(&misc.to_le_bytes());
+            }
+            return d;
+        }
+        at += rec;
+    }
+    panic!("no BUILD_ID entry for {name}");
+}
