@@ -83,7 +83,8 @@ fn svg_has_the_frames() {
     assert!(s.contains("<script"), "interactive (inferno's JavaScript)");
 }
 
-/// Title, width, inverted and reversed graphs.
+/// Title, subtitle, width, minimum frame width, inverted and reversed
+/// graphs.
 #[test]
 fn svg_options() {
     let s = svg(&["--title", "cwork under test", "--width", "800"]);
@@ -104,6 +105,10 @@ fn svg_options() {
     let reversed = titles(&svg(&["--reverse"]));
     assert_ne!(normal, reversed);
     assert_eq!(normal.len() > 10, reversed.len() > 10);
+    // A minimum width leaves out the narrower frames; a subtitle shows.
+    let wide = titles(&svg(&["--min-width", "100", "--subtitle", "only the wide ones"]));
+    assert!(wide.len() < normal.len() && !wide.is_empty(), "--min-width 100: {} frames of {}", wide.len(), normal.len());
+    assert!(svg(&["--subtitle", "only the wide ones"]).contains("only the wide ones"));
     let colors = svg(&["--colors", "blue"]);
     assert!(colors.contains("rgb("), "frames colored");
     let bad = Command::new(env!("CARGO_BIN_EXE_pstitch"))

@@ -90,11 +90,12 @@ mod tests {
     use super::*;
 
     fn records(n: usize) -> Vec<u8> {
-        (0..n).flat_map(|i| format!("cwork  1  1.0{i:05}: DEFERRED CALLCHAIN [cookie: {i:x}]\n\t    1000 f+0x0 (/bin/x)\n\n").into_bytes()).collect()
+        (0..n).flat_map(|i| format!("cwork  1  1.0{i:05}: DEFERRED CALLCHAIN [cookie: {i:04x}]\n\t    1000 f+0x0 (/bin/x)\n\n").into_bytes()).collect()
     }
 
-    /// The first flushes of the deferred case (66, then 124 and 355 bytes
-    /// more), then 25 full buffers: the script's output at 102945.
+    /// The script's output lands after the last flush and the full 4 KiB
+    /// buffers after it (records of equal length here, so that record `n`
+    /// starts at `n` times the length).
     #[test]
     fn split_after_the_last_flush_and_full_buffers() {
         let text = records(2000);
