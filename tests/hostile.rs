@@ -404,6 +404,19 @@ fn a_chunk_larger_than_the_recordings_buffer_is_an_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn the_fixture_tools_refuse_chunk_bombs_instead_of_aborting() {
+    // Issue 29 item 14: pstitch-swap --decompress within perf's chunk
+    // limit, and within a budget for the whole copy.
+    let over_mmap_len = generate::compressed_chunks(1, 64 << 20, 64 << 20, 16 << 20);
+    let e = pstitch_fixtures::swap::decompress(&over_mmap_len).unwrap_err().to_string();
+    assert!(e.contains("chunk decompresses to more than"), "{e}");
+    let big = generate::compressed_chunks(4, 8 << 20, 8 << 20, 16 << 20);
+    let e = pstitch_fixtures::swap::decompress_within(&big, 16 << 20).unwrap_err().to_string();
+    assert!(e.contains("would take more than"), "{e}");
+    assert!(pstitch_fixtures::swap::decompress_within(&big, 64 << 20).unwrap().len() > 32_000_000);
+}
+
 /// Output kept where the test can read it after `script::run` took the writer.
 struct SharedOut(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 

@@ -312,6 +312,14 @@ impl Script {
             }
         if fields & f::ADDR != 0 {
             format::hex(&mut self.buf, s.addr, 16);
+            // perf's `perf_sample__fprintf_addr`: the data address of a
+            // page fault is resolved like an ip (symbols of every kind, the
+            // map's DSO), without srcline or inline frames.
+            if fields & (f::SYM | f::DSO) != 0 && addr_correlates_sym(attr) {
+                let opts = IpOpts { ip: false, srcline: false, ..IpOpts::from_fields(fields) };
+                let map = self.find_map_fb(machine, s.tid, CpuMode::from_misc(misc), s.addr);
+                self.frame(machine, callchain::FrameJob { ip: s.addr, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
+            }
         }
         if fields & f::WEIGHT != 0 {
             format::uint(&mut self.buf, s.weight, 16);
@@ -453,6 +461,27 @@ impl Script {
         self.symbolizer.find_map(machine, tid, mode, ip)
     }
 
+    /// perf's `thread__find_map_fb`: where `addr` is not mapped in `mode`,
+    /// the address space its value belongs to (perf's
+    /// `machine__addr_cpumode`: x86 is a "single address space" machine
+    /// there, kernel addresses from 2^63 up), e.g. the user-space data
+    /// address of a page fault taken in kernel mode.
+    fn find_map_fb(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, addr: u64) -> Option<Map> {
+        let map = self.find_map(machine, tid, mode, addr);
+        let kernel = addr >= 1 << 63;
+        let addr_mode = match mode {
+            CpuMode::Kernel | CpuMode::User if kernel => CpuMode::Kernel,
+            CpuMode::Kernel | CpuMode::User => CpuMode::User,
+            CpuMode::GuestKernel | CpuMode::GuestUser if kernel => CpuMode::GuestKernel,
+            CpuMode::GuestKernel | CpuMode::GuestUser => CpuMode::GuestUser,
+            m => m,
+        };
+        if map.is_some() || addr_mode == mode {
+            return map;
+        }
+        self.find_map(machine, tid, addr_mode, addr)
+    }
+
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
     fn print_ip_line(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
         let map = self.find_map(machine, tid, mode, ip);
@@ -473,6 +502,14 @@ fn page_size_name(size: u64) -> String {
         i += 1;
     }
     format!("{s}{}", units[i])
+}
+
+/// perf's `sample_addr_correlates_sym`: the sample's `addr` is an address
+/// in the thread's maps (software page-fault events; BTS, which pstitch
+/// does not read, too).
+fn addr_correlates_sym(attr: &Attr) -> bool {
+    // PERF_COUNT_SW_PAGE_FAULTS, _MIN and _MAJ.
+    attr.type_ == event_type::SOFTWARE && matches!(attr.config, 2 | 5 | 6)
 }
 
 /// perf's `evsel__is_dummy_event`.

@@ -24,9 +24,10 @@ mod tool;
 
 
 use crate::error::{Error, Result};
+use crate::fasthash::FastMap;
 use crate::machine::{Comm, Machine};
 use perf_data::Error as Damaged;
-use perf_data::attr::{Attr, flag};
+use perf_data::attr::{Attr, flag, sample_type};
 use perf_data::bytes::Endian;
 use perf_data::compressed::{self, Decompressor};
 use perf_data::error::Warnings;
@@ -152,6 +153,8 @@ pub struct Session<'a> {
     stitcher: Stitcher,
     /// A merged callchain being delivered (its buffer reused).
     merged: Vec<u64>,
+    /// Counter values of PERF_SAMPLE_READ samples as last delivered.
+    read_values: ReadValuesSeen,
     endian: Endian,
     source: RecordSource<'a>,
     queue: OrderedEvents<'a>,
@@ -196,6 +199,7 @@ impl<'a> Session<'a> {
             filter: options.filter,
             stitcher: Stitcher::default(),
             merged: Vec::new(),
+            read_values: ReadValuesSeen::default(),
             endian,
             source,
             queue: OrderedEvents::default(),
@@ -231,6 +235,7 @@ impl<'a> Session<'a> {
         let flushed = self.flush_all(tool);
         self.report(0, true);
         self.stats.nr_unordered = self.queue.nr_unordered;
+        self.stats.nr_unknown_id += std::mem::take(&mut self.read_values.unknown_id);
         if flushed.as_ref().is_err_and(|e| e.is_broken_pipe()) {
             return flushed;
         }
@@ -255,8 +260,8 @@ impl<'a> Session<'a> {
     }
 
     /// The context a tool sees, and the session's own delivery state.
-    fn parts(&mut self) -> (Context<'_>, &mut Vec<u64>) {
-        (context!(self), &mut self.merged)
+    fn parts(&mut self) -> Parts<'_> {
+        (context!(self), &mut self.merged, &mut self.read_values)
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -468,7 +473,7 @@ impl<'a> Session<'a> {
         let bad = || Damaged::in_record(offset, record.header.type_, "CALLCHAIN_DEFERRED record truncated");
         let d = DeferredCallchainRecord::parse(&record, trailer).ok_or_else(bad)?;
         if !self.merge_callchains {
-            let (mut cx, _) = self.parts();
+            let (mut cx, _, _) = self.parts();
             if cx.filter.skip_time(id.time) || cx.filter.skip_cpu(id.cpu) {
                 return Ok(());
             }
@@ -498,7 +503,7 @@ impl<'a> Session<'a> {
     fn deliver_held(&mut self, tool: &mut dyn Tool, h: &HeldSample, d: Option<DeferredCallchainRecord<'_>>, cookie: Option<u64>) -> Result<()> {
         let evsel = h.evsel as usize;
         let e = self.endian;
-        let (cx, merged) = self.parts();
+        let (cx, merged, read_values) = self.parts();
         let attr = &cx.evlist.evsels[evsel].attr;
         let record = Record { header: RecordHeader::parse(&h.bytes, e).ok_or_else(|| Damaged::in_record(h.offset, kind::SAMPLE, "held record truncated"))?, bytes: &h.bytes, endian: e };
         let s = Sample::parse(record.body(), attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
@@ -513,7 +518,7 @@ impl<'a> Session<'a> {
             }
             (_, chain) => chain.map(Callchain::Recorded),
         };
-        deliver_filtered(tool, (cx, &mut Vec::new()), h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
+        deliver_filtered(tool, (cx, &mut Vec::new(), read_values), h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie)
     }
 
     /// Any other kernel record: the machine takes it in, the tool sees it.
@@ -555,7 +560,7 @@ impl<'a> Session<'a> {
             }
             _ => SideBand::Other,
         };
-        let (mut cx, _) = self.parts();
+        let (mut cx, _, _) = self.parts();
         tool.record(&mut cx, &Event { offset, evsel, record, id, side_band })?;
         if let SideBand::Exit(e) = side_band {
             self.machine.process_exit(&e);
@@ -709,11 +714,7 @@ impl<'a> Session<'a> {
     /// refuses compressed data without HEADER_COMPRESSED; pstitch reads it
     /// with a smaller bound (32 MiB).
     fn chunk_limit(&self) -> usize {
-        let max = self.limits.max_chunk_output.max(1 << 20);
-        match self.features.compressed() {
-            Some(c) => (c.mmap_len as usize).saturating_add(64 << 10).clamp(1 << 20, max),
-            None => max.min(32 << 20),
-        }
+        compressed::chunk_limit(self.features.compressed().map(|c| c.mmap_len), self.limits.max_chunk_output)
     }
 
     fn decompress(&mut self, tool: &mut dyn Tool, offset: u64, header: RecordHeader, body: &[u8]) -> Result<()> {
@@ -753,13 +754,66 @@ impl<'a> Session<'a> {
     }
 }
 
+/// A tool's context and the session's delivery state, borrowed together.
+type Parts<'s> = (Context<'s>, &'s mut Vec<u64>, &'s mut ReadValuesSeen);
+
+/// perf's period storage of PERF_SAMPLE_READ counters: the value each
+/// counter (by id; and by thread for inherited counters) had when last
+/// delivered.
+#[derive(Debug, Default)]
+struct ReadValuesSeen {
+    last: FastMap<(u64, i32), u64>,
+    /// Counters whose id is not in the header (their samples are not
+    /// delivered, as in perf; added to [`Stats::nr_unknown_id`]).
+    unknown_id: u64,
+}
+
+/// Delivers a sample: a PERF_SAMPLE_READ sample is split into one sample
+/// per counter as perf's `evlist__deliver_sample` splits it: the counter's
+/// event, its id, and as period the counter's change since the last sample
+/// (none for a counter that did not change).
+#[allow(clippy::too_many_arguments)]
+fn deliver_filtered(
+    tool: &mut dyn Tool,
+    (mut cx, _, seen): Parts<'_>,
+    offset: u64,
+    evsel: usize,
+    record: Record<'_>,
+    s: &Sample<'_>,
+    callchain: Option<Callchain<'_>>,
+    held_comm: Option<&Comm>,
+    cookie: Option<u64>,
+) -> Result<()> {
+    let attr = &cx.evlist.evsels[evsel].attr;
+    let Some(read) = s.read.filter(|_| attr.samples(sample_type::READ)) else {
+        return deliver_one(tool, &mut cx, offset, evsel, record, s, callchain, held_comm, cookie);
+    };
+    // perf_evsel__attr_has_per_thread_sample_period.
+    let per_thread = attr.samples(sample_type::TID) && attr.has(flag::INHERIT);
+    for (id, value) in read.iter() {
+        let id = id.unwrap_or(0);
+        let Some(member) = cx.evlist.by_id(id) else {
+            seen.unknown_id += 1;
+            continue;
+        };
+        let last = seen.last.entry((id, if per_thread { s.tid } else { -1 })).or_insert(0);
+        let period = value.wrapping_sub(*last);
+        *last = value;
+        if period != 0 {
+            let one = Sample { id: Some(id), period, ..*s };
+            deliver_one(tool, &mut cx, offset, member, record, &one, callchain, held_comm, cookie)?;
+        }
+    }
+    Ok(())
+}
+
 /// Delivers a sample that passes the filters, with its thread resolved
 /// as perf's `machine__resolve` does (creating it if needed). `held_comm`:
 /// the comm of a sample that was held for its deferred callchain.
 #[allow(clippy::too_many_arguments)]
-fn deliver_filtered(
+fn deliver_one(
     tool: &mut dyn Tool,
-    (mut cx, _): (Context<'_>, &mut Vec<u64>),
+    cx: &mut Context<'_>,
     offset: u64,
     evsel: usize,
     record: Record<'_>,
@@ -779,7 +833,7 @@ fn deliver_filtered(
     if cx.filter.skip_thread(comm, pid, s.tid) {
         return Ok(());
     }
-    tool.sample(&mut cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
+    tool.sample(cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
 }
 
 /// The cookie of a sample whose user callchain was deferred: the event has

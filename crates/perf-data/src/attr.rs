@@ -77,6 +77,7 @@ pub mod flag {
     pub const EXCLUDE_KERNEL: u64 = 1 << 5;
     pub const EXCLUDE_HV: u64 = 1 << 6;
     pub const EXCLUDE_IDLE: u64 = 1 << 7;
+    pub const INHERIT: u64 = 1 << 1;
     pub const MMAP: u64 = 1 << 8;
     pub const COMM: u64 = 1 << 9;
     pub const FREQ: u64 = 1 << 10;

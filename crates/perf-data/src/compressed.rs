@@ -29,6 +29,19 @@ pub fn payload(rec_type: u32, body: &[u8], endian: Endian) -> Option<&[u8]> {
     }
 }
 
+/// The most one compressed chunk may decode to: perf decodes each into a
+/// buffer of the recording's ring-buffer size (HEADER_COMPRESSED's
+/// `mmap_len`; a chunk holds one read of the ring buffer), here with 64 KiB
+/// of slack, between 1 MiB and `max`; 32 MiB (or `max`) when the header
+/// does not say.
+pub fn chunk_limit(mmap_len: Option<u32>, max: usize) -> usize {
+    let max = max.max(1 << 20);
+    match mmap_len {
+        Some(len) => (len as usize).saturating_add(64 << 10).clamp(1 << 20, max),
+        None => max.min(32 << 20),
+    }
+}
+
 /// About how much decoded data [`Decompressor::decompress_blocks`] hands
 /// out at a time.
 pub const BLOCK: usize = 4 << 20;

@@ -60,6 +60,37 @@ pub struct Sample<'a> {
     pub cgroup: u64,
     pub data_page_size: u64,
     pub code_page_size: u64,
+    /// PERF_SAMPLE_READ's counter values.
+    pub read: Option<ReadValues<'a>>,
+}
+
+/// The counters of PERF_SAMPLE_READ (layout by the attr's `read_format`):
+///
+/// ```text
+/// one counter:          { value; [time_enabled]; [time_running]; [id]; [lost] }
+/// PERF_FORMAT_GROUP:    { nr; [time_enabled]; [time_running];
+///                         { value; [id]; [lost] } values[nr] }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ReadValues<'a> {
+    /// One entry per counter, `stride` words each, the value first.
+    entries: U64Array<'a>,
+    stride: usize,
+    /// Where the id is in an entry (PERF_FORMAT_ID).
+    id_at: Option<usize>,
+    /// PERF_FORMAT_GROUP.
+    pub group: bool,
+}
+
+impl<'a> ReadValues<'a> {
+    /// `(id, value)` of each counter (id `None` without PERF_FORMAT_ID).
+    pub fn iter(&self) -> impl Iterator<Item = (Option<u64>, u64)> + 'a {
+        let (entries, stride, id_at) = (self.entries, self.stride, self.id_at);
+        (0..entries.len() / stride).map(move |i| {
+            let at = i * stride;
+            (id_at.and_then(|k| entries.get(at + k)), entries.get(at).unwrap_or(0))
+        })
+    }
 }
 
 /// Why a sample body could not be decoded.
@@ -132,7 +163,7 @@ impl<'a> Sample<'a> {
             s.period = u64f!("PERIOD");
         }
         if st & READ != 0 {
-            skip_read(&mut c, attr.read_format).map_err(trunc("READ"))?;
+            s.read = Some(read_values(&mut c, attr.read_format).map_err(trunc("READ"))?);
         }
         if st & CALLCHAIN != 0 {
             let nr = u64f!("CALLCHAIN");
@@ -274,16 +305,19 @@ impl<'a> Sample<'a> {
     }
 }
 
-fn skip_read(c: &mut Cursor<'_>, rf: u64) -> Result<(), Truncated> {
+fn read_values<'a>(c: &mut Cursor<'a>, rf: u64) -> Result<ReadValues<'a>, Truncated> {
     let times = (rf & read_format::TOTAL_TIME_ENABLED != 0) as usize + (rf & read_format::TOTAL_TIME_RUNNING != 0) as usize;
-    let per_value = 1 + (rf & read_format::ID != 0) as usize + (rf & read_format::LOST != 0) as usize;
+    let has_id = rf & read_format::ID != 0;
+    let per_value = 1 + has_id as usize + (rf & read_format::LOST != 0) as usize;
     if rf & read_format::GROUP != 0 {
         let nr = c.u64()?;
         c.skip(times * 8)?;
-        let n = nr.checked_mul(per_value as u64 * 8).and_then(|n| usize::try_from(n).ok()).ok_or(Truncated)?;
-        c.skip(n)
+        let words = nr.checked_mul(per_value as u64).ok_or(Truncated)?;
+        let entries = c.u64_array(words)?;
+        Ok(ReadValues { entries, stride: per_value, id_at: has_id.then_some(1), group: true })
     } else {
-        c.skip((times + per_value) * 8)
+        let entries = c.u64_array((times + per_value) as u64)?;
+        Ok(ReadValues { entries, stride: times + per_value, id_at: has_id.then_some(1 + times), group: false })
     }
 }
 
@@ -357,6 +391,27 @@ mod tests {
 
     fn le(words: &[u64]) -> Vec<u8> {
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn read_values_of_one_counter_and_of_a_group() {
+        use read_format::{GROUP, ID, LOST, TOTAL_TIME_ENABLED};
+        let one = Attr { sample_type: READ, read_format: TOTAL_TIME_ENABLED | ID | LOST, ..Attr::default() };
+        let b = le(&[42, 1000, 7, 0]);
+        let s = Sample::parse(&b, &one, Endian::Little).unwrap();
+        let r = s.read.unwrap();
+        assert!(!r.group);
+        assert_eq!(r.iter().collect::<Vec<_>>(), [(Some(7), 42)]);
+        let group = Attr { sample_type: READ | IP, read_format: GROUP | ID, ..Attr::default() };
+        let b = le(&[0x99, 3, 10, 101, 20, 102, 30, 103]);
+        let s = Sample::parse(&b, &group, Endian::Little).unwrap();
+        assert_eq!(s.read.unwrap().iter().collect::<Vec<_>>(), [(Some(101), 10), (Some(102), 20), (Some(103), 30)]);
+        // A count of members the record cannot hold is a truncation.
+        assert!(Sample::parse(&le(&[0x99, u64::MAX / 2, 10, 101]), &group, Endian::Little).is_err());
+        let no_ids = Attr { sample_type: READ, read_format: GROUP, ..Attr::default() };
+        let b = le(&[2, 5, 6]);
+        let s = Sample::parse(&b, &no_ids, Endian::Little).unwrap();
+        assert_eq!(s.read.unwrap().iter().collect::<Vec<_>>(), [(None, 5), (None, 6)]);
     }
 
     #[test]
