@@ -55,11 +55,14 @@ impl FoldOptions {
     }
 }
 
+/// A stack: its root text and its frames, leaf first.
+type Stack = (Box<str>, Box<[FrameId]>);
+
 /// Counts samples by stack.
 pub struct Folded {
     opts: FoldOptions,
     /// (root text, frames leaf first) -> samples.
-    counts: HashMap<(Box<str>, Box<[FrameId]>), u64, foldhash::fast::RandomState>,
+    counts: HashMap<Stack, u64, foldhash::fast::RandomState>,
     /// Frame texts, made once per frame.
     names: Vec<Option<Box<str>>>,
     root: String,

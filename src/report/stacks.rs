@@ -43,12 +43,15 @@ use perf_data::evlist::Evlist;
 /// A frame's number in its [`FrameTable`].
 pub type FrameId = u32;
 
-/// The distinct frames seen so far: a symbol name (or none) and a DSO name
-/// (or none, outside every map).
+/// A frame: its symbol name (or none) and DSO name (or none, outside
+/// every map).
+type Frame = (Option<Arc<str>>, Option<Rc<str>>);
+
+/// The distinct frames seen so far.
 #[derive(Default)]
 pub struct FrameTable {
-    frames: Vec<(Option<Arc<str>>, Option<Rc<str>>)>,
-    index: std::collections::HashMap<(Option<Arc<str>>, Option<Rc<str>>), FrameId, foldhash::fast::RandomState>,
+    frames: Vec<Frame>,
+    index: std::collections::HashMap<Frame, FrameId, foldhash::fast::RandomState>,
 }
 
 impl FrameTable {
