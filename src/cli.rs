@@ -226,7 +226,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn default_input() -> PathBuf {
+pub fn default_input() -> PathBuf {
     use std::os::unix::fs::FileTypeExt;
     let stdin_is_fifo = std::fs::metadata("/dev/stdin").map(|m| m.file_type().is_fifo()).unwrap_or(false);
     PathBuf::from(if stdin_is_fifo { "-" } else { "perf.data" })
@@ -338,7 +338,7 @@ fn parse_filters(args: &ScriptArgs, f: &mut SampleFilter) -> Result<(), String> 
 
 /// The options as the library takes them; `Err` with the exit code once
 /// the reason was said.
-fn config(args: &ScriptArgs) -> Result<ScriptConfig, u8> {
+pub fn config(args: &ScriptArgs) -> Result<ScriptConfig, u8> {
     let mut output = ScriptOptions {
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,

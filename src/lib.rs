@@ -61,6 +61,7 @@ mod error;
 mod fasthash;
 pub mod inject;
 mod machine;
+pub mod report;
 pub mod script;
 mod session;
 mod symbols;

@@ -1,11 +1,15 @@
-//! `pstitch`: the command line over the library (see `cli.rs`), and the
+//! `pstitch`: the command line over the library (see `cli.rs`, and
+//! `report_cli.rs` for the report commands), and the
 //! tuning of the process it runs in.
 
 mod cli;
+mod report_cli;
 
 fn main() -> std::process::ExitCode {
     tune_process();
-    cli::main()
+    // `pstitch script report NAME` and `pstitch flamegraph` (report_cli.rs,
+    // over cli.rs' perf script options); everything else.
+    report_cli::main().unwrap_or_else(cli::main)
 }
 
 /// Allocator and scheduler settings for a batch job of a few threads.

@@ -32,38 +32,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
+mod golden_common;
 
-/// `case/variant` -> reason.
-fn pending() -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(golden_dir().join("pending.txt")).unwrap_or_default();
-    text.lines()
-        .map(|l| l.trim())
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| match l.split_once(char::is_whitespace) {
-            Some((k, why)) => (k.to_string(), why.trim().to_string()),
-            None => (l.to_string(), String::new()),
-        })
-        .collect()
-}
+use golden_common::{Tally, binary};
 
 /// All `(case dir, variant)` pairs.
 fn variants() -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut cases: Vec<_> = std::fs::read_dir(golden_dir()).expect("tests/golden").flatten().map(|e| e.path()).collect();
-    cases.sort();
-    for case in cases.into_iter().filter(|p| p.join("perf.data").exists()) {
-        let mut names: Vec<String> = std::fs::read_dir(&case)
-            .expect("case dir")
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".args").map(str::to_string))
-            .collect();
-        names.sort();
-        out.extend(names.into_iter().map(|n| (case.clone(), n)));
-    }
-    out
+    golden_common::variants(|c| c.join("perf.data").exists(), Path::to_path_buf)
 }
 
 /// Sample-line keys `(tid, time)` -> comm, from a perf-ref output made with
@@ -140,14 +115,6 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
         n += 1;
     }
     Ok(n)
-}
-
-/// The pstitch to test: this build's, or the one `PSTITCH_BIN` names
-/// (the profile-guided build, see bench/pgo-build.sh).
-fn binary() -> std::path::PathBuf {
-    let bin = std::env::var_os("PSTITCH_BIN").map_or_else(|| env!("CARGO_BIN_EXE_pstitch").into(), std::path::PathBuf::from);
-    // Run from each case's directory: a relative path would not be found.
-    std::path::absolute(&bin).unwrap_or(bin)
 }
 
 /// Runs one variant, multi-threaded and single-threaded
@@ -245,50 +212,16 @@ fn first_difference(expected: &str, actual: &str) -> String {
 
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let pending = pending();
-    let (mut passed, mut failed, mut still_pending) = (0, Vec::new(), 0);
     let all = variants();
     assert!(!all.is_empty(), "no golden cases found");
     println!("golden: testing {}", binary().display());
+    let mut tally = Tally::new("lines differ only by the declared comm-at-sample-time deviation");
     for (case, variant) in &all {
         let name = format!("{}/{}", case.file_name().unwrap().to_string_lossy(), variant);
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
             continue;
         }
-        let result = run(case, variant);
-        match (pending.get(&name), result) {
-            (None, Ok(0)) => {
-                passed += 1;
-                println!("golden {name} ... ok");
-            }
-            (None, Ok(n)) => {
-                passed += 1;
-                println!("golden {name} ... ok ({n} lines differ only by the declared comm-at-sample-time deviation)");
-            }
-            (None, Err(why)) => {
-                println!("golden {name} ... FAILED");
-                failed.push((name, why));
-            }
-            (Some(reason), Err(_)) => {
-                still_pending += 1;
-                println!("golden {name} ... PENDING ({reason})");
-            }
-            (Some(_), Ok(_)) => {
-                println!("golden {name} ... FAILED (matches now: remove it from tests/golden/pending.txt)");
-                failed.push((name, "listed as pending but matches perf's output".into()));
-            }
-        }
+        tally.record(&name, run(case, variant));
     }
-    for (name, why) in &failed {
-        println!("\n---- {name} ----\n{why}");
-    }
-    println!(
-        "\ngolden result: {} passed; {} failed; {} pending (known, listed in tests/golden/pending.txt)",
-        passed,
-        failed.len(),
-        still_pending
-    );
-    if !failed.is_empty() {
-        std::process::exit(1);
-    }
+    tally.finish("golden");
 }

@@ -86,3 +86,27 @@ pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data:
         }
     }
 }
+
+/// An output kept in memory that a printer on another thread writes and
+/// the caller reads once the printer is done (`script::Script` wants an
+/// owned `Send` writer).
+#[derive(Debug, Default, Clone)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// What was written so far, taken out.
+    pub fn take(&self) -> Vec<u8> {
+        self.0.lock().map(|mut b| std::mem::take(&mut *b)).unwrap_or_default()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("a printer thread panicked"))?.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -104,6 +104,44 @@ impl CpuMode {
     }
 }
 
+/// perf's walk of a sample's callchain (`thread__resolve_callchain_sample`):
+/// each address with the CPU mode the context marker before it gives
+/// (user before any), at most `max` addresses. An unknown marker makes perf
+/// drop what it resolved: then `None`, an empty chain.
+pub fn callchain_entries<I>(chain: I, max: usize) -> Option<impl Iterator<Item = (CpuMode, u64)>>
+where
+    I: Iterator<Item = u64> + Clone,
+{
+    use perf_data::sample::context;
+    // Markers past the `max` addresses are not seen.
+    let mut seen = 0;
+    for ip in chain.clone() {
+        if seen >= max {
+            break;
+        }
+        if ip < context::MAX {
+            seen += 1;
+        } else if !matches!(ip, context::HV | context::KERNEL | context::USER | context::USER_DEFERRED) {
+            return None;
+        }
+    }
+    let mut mode = CpuMode::User;
+    let entries = chain
+        .filter_map(move |ip| {
+            if ip < context::MAX {
+                return Some((mode, ip));
+            }
+            mode = match ip {
+                context::HV => CpuMode::Hypervisor,
+                context::KERNEL => CpuMode::Kernel,
+                _ => CpuMode::User,
+            };
+            None
+        })
+        .take(max);
+    Some(entries)
+}
+
 /// Most map entries all FORKs of one input may copy from parent to child
 /// (16M entries, about 1 GiB).
 const MAX_FORK_MAP_COPIES: u64 = 1 << 24;

@@ -32,7 +32,7 @@
 
 
 use super::fields::IpOpts;
-use super::{Script, context, format};
+use super::{Script, format};
 use crate::engine::kept::{FrameText, KeptIndex, LINE, LineKey, NO_OBJECT};
 use crate::engine::Threads;
 use crate::engine::printer::{CODE_SAMPLE_IP, CODE_SHOWS_IP, Format, Printer};
@@ -68,39 +68,13 @@ impl Script {
     /// perf discard what it resolved and print an empty callchain.
     /// `ty`: the output type whose `ip_opts` apply.
     pub(super) fn print_callchain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone, ty: usize, cookie: Option<u64>) {
-        let max = self.opts.max_stack;
-        // perf stops at max_stack entries: markers past them are not seen.
-        let mut seen = 0;
-        for ip in chain.clone() {
-            if seen >= max {
-                break;
-            }
-            if ip < context::MAX {
-                seen += 1;
-            } else if !matches!(ip, context::HV | context::KERNEL | context::USER | context::USER_DEFERRED) {
-                return;
-            }
-        }
+        let Some(entries) = crate::machine::callchain_entries(chain, self.opts.max_stack) else { return };
         let code = line_code(self.ip_opts[ty], LineStyle::Callchain, false);
-        let mut mode = CpuMode::User;
-        let mut seen = 0;
         let epoch = machine.epoch();
         let mut found = self.recent_maps.take(tid, epoch);
         // The mode whose front map the entry before was in.
         let mut last_front: Option<CpuMode> = None;
-        for ip in chain {
-            if seen >= max {
-                break;
-            }
-            if ip >= context::MAX {
-                mode = match ip {
-                    context::HV => CpuMode::Hypervisor,
-                    context::KERNEL => CpuMode::Kernel,
-                    _ => CpuMode::User,
-                };
-                continue;
-            }
-            seen += 1;
+        for (mode, ip) in entries {
             let code = if cookie == Some(ip) { code | CODE_COOKIE } else { code };
             // In the map of the entry before (the most recent one found in
             // this mode): its symbols went out, the printer has it.

@@ -20,6 +20,7 @@ mod run;
 
 pub use fields::{FieldError, OutputFields};
 pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
+pub(crate) use run::{check_filters, session_messages};
 
 use std::io::Write;
 

@@ -11,7 +11,8 @@ use crate::unwind::UnwindOptions;
 use crate::symbols::{SymbolConfig, Symbolizer};
 use perf_data::Input;
 use perf_data::attr::{flag, sample_type};
-use perf_data::features::feat;
+use perf_data::evlist::Evlist;
+use perf_data::features::{Features, feat};
 
 /// What `pstitch script` is asked, as values.
 #[derive(Debug, Clone, Default)]
@@ -96,7 +97,7 @@ pub struct Report {
 }
 
 impl Report {
-    fn stop(outcome: Outcome, messages: Vec<String>) -> Report {
+    pub(crate) fn stop(outcome: Outcome, messages: Vec<String>) -> Report {
         Report {
             outcome,
             messages,
@@ -168,23 +169,9 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
             return Report::stop(Outcome::Printed, messages);
         }
     }
-    if let Some(t) = &time {
-        // Percentages are of the span perf record stored in SAMPLE_TIME.
-        let (first, last) = features
-            .get(feat::SAMPLE_TIME)
-            .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
-            .unwrap_or((0, 0));
-        if t.contains('%') && first == 0 && last == 0 {
-            messages.push("HINT: no first/last sample time found in perf data.".to_string());
-            return Report::stop(Outcome::Usage, messages);
-        }
-        match crate::session::filter::parse_time(t, first, last) {
-            Ok(r) => session_opts.filter.time = r,
-            Err(e) => {
-                messages.push(e);
-                return Report::stop(Outcome::Usage, messages);
-            }
-        }
+    if let Err((outcome, m)) = check_filters(time.as_deref(), &input, &features, &evlist, &mut session_opts) {
+        messages.push(m);
+        return Report::stop(outcome, messages);
     }
     for w in &warnings {
         messages.push(format!("pstitch: {name}: warning: {w}"));
@@ -198,15 +185,6 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     symbolizer.set_build_ids(features.build_ids());
     if threads == Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(flag::EXCLUDE_KERNEL)) {
         symbolizer.read_kallsyms_ahead();
-    }
-    if session_opts.filter.cpus.is_some() {
-        // perf requires CPU in the first event of every type.
-        let mut seen = std::collections::BTreeSet::new();
-        let lacking = evlist.evsels.iter().filter(|e| seen.insert(e.attr.type_)).any(|e| !e.attr.samples(sample_type::CPU));
-        if lacking {
-            messages.push("File does not contain CPU events. Remove -C option to proceed.".to_string());
-            return Report::stop(Outcome::Failed, messages);
-        }
     }
     let mut script = KeepAtExit { value: Some(Script::new(output, symbolizer, out, threads)), exiting: source.process_exits };
     let pipe = input.pipe;
@@ -238,14 +216,57 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     let stats = session.stats.clone();
     let stitch = session.stitch_stats();
     let unwind = session.unwind_stats();
-    let unwind_message = unwind_message(&unwind);
     let (reading_cpu, printing_cpu) = (crate::engine::thread_cpu(), script.printer_cpu());
     let report = |outcome, messages| Report { outcome, messages, stats, stitch, unwind, reading_cpu, printing_cpu };
     // `pstitch script ... | head`: the reader has gone, so has our audience.
     if result.as_ref().is_err_and(Error::is_broken_pipe) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
         return report(Outcome::Printed, messages);
     }
-    for w in std::mem::take(&mut script.warnings).into_iter().chain(session.warnings.messages()) {
+    session_messages(name, &session, std::mem::take(&mut script.warnings), &mut messages);
+    let mut outcome = Outcome::Printed;
+    if let Err(e) = flushed {
+        messages.push(format!("pstitch: writing output: {e}"));
+        outcome = Outcome::Failed;
+    } else if let Err(e) = result {
+        messages.push(format!("pstitch: {name}: {e}"));
+        outcome = Outcome::Failed;
+    }
+    report(outcome, messages)
+}
+
+/// perf's checks of the sample filters against the input before reading:
+/// `--time` (percentages need the span the recording stored) and `-C`
+/// (every event type needs CPU in its samples). Sets the time ranges in
+/// `opts`; `Err` with how the run ends and what to say.
+pub(crate) fn check_filters(time: Option<&str>, input: &Input, features: &Features, evlist: &Evlist, opts: &mut SessionOptions) -> std::result::Result<(), (Outcome, String)> {
+    if let Some(t) = time {
+        // Percentages are of the span perf record stored in SAMPLE_TIME.
+        let (first, last) = features
+            .get(feat::SAMPLE_TIME)
+            .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
+            .unwrap_or((0, 0));
+        if t.contains('%') && first == 0 && last == 0 {
+            return Err((Outcome::Usage, "HINT: no first/last sample time found in perf data.".to_string()));
+        }
+        opts.filter.time = crate::session::filter::parse_time(t, first, last).map_err(|e| (Outcome::Usage, e))?;
+    }
+    if opts.filter.cpus.is_some() {
+        // perf requires CPU in the first event of every type.
+        let mut seen = std::collections::BTreeSet::new();
+        let lacking = evlist.evsels.iter().filter(|e| seen.insert(e.attr.type_)).any(|e| !e.attr.samples(sample_type::CPU));
+        if lacking {
+            return Err((Outcome::Failed, "File does not contain CPU events. Remove -C option to proceed.".to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// What a finished session has to say: the tool's warnings and the
+/// session's, lost events, forks without maps, deferred callchains left
+/// unmerged.
+pub(crate) fn session_messages(name: &str, session: &Session<'_>, tool_warnings: Vec<String>, messages: &mut Vec<String>) {
+    let stitch = session.stitch_stats();
+    for w in tool_warnings.into_iter().chain(session.warnings.messages()) {
         messages.push(format!("pstitch: {name}: warning: {w}"));
     }
     let st = &session.stats;
@@ -271,18 +292,9 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
             stitch.merged, stitch.held, stitch.unmerged, stitch.flushed, stitch.unmatched_records, stitch.deferred_records
         ));
     }
-    if let Some(m) = unwind_message {
+    if let Some(m) = unwind_message(&session.unwind_stats()) {
         messages.push(format!("pstitch: {name}: warning: {m}"));
     }
-    let mut outcome = Outcome::Printed;
-    if let Err(e) = flushed {
-        messages.push(format!("pstitch: writing output: {e}"));
-        outcome = Outcome::Failed;
-    } else if let Err(e) = result {
-        messages.push(format!("pstitch: {name}: {e}"));
-        outcome = Outcome::Failed;
-    }
-    report(outcome, messages)
 }
 
 /// What pstitch says about `--call-graph dwarf` samples it could not

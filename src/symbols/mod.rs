@@ -240,6 +240,8 @@ pub struct Symbolizer {
     /// A kallsyms file being read on another thread, coming in pieces
     /// (`None`: reading failed; see [`Symbolizer::read_kallsyms_ahead`]).
     kallsyms_ahead: Option<(PathBuf, crate::engine::pieces::Pieces)>,
+    /// addr2line sessions [`Symbolizer::inlines`] started so far.
+    a2l_started: u64,
 }
 
 impl Symbolizer {
@@ -254,7 +256,15 @@ impl Symbolizer {
             symfs,
             no_inlines: Rc::new([]),
             kallsyms_ahead: None,
+            a2l_started: 0,
         }
+    }
+
+    /// How many addr2line sessions inline lookups started: perf starts an
+    /// `addr2line` process per DSO at its first inline lookup, and flushes
+    /// its standard output before it does.
+    pub(crate) fn a2l_started(&self) -> u64 {
+        self.a2l_started
     }
 
     /// Starts reading the kallsyms file the kernel's symbols will likely
@@ -589,9 +599,11 @@ impl Symbolizer {
         // Without an addr2line session (no `.debug_line`, the kernel) the
         // list is empty every time: nothing to remember. Most frames of a
         // system-wide recording are such.
+        let had_session = st.a2l.is_some();
         let Some(session) = a2l_session(st, symfs.as_deref()) else {
             return self.no_inlines.clone();
         };
+        let started = !had_session;
         let mut out = Vec::new();
         if let Some(records) = session.query(objdump) {
             for r in &records {
@@ -610,6 +622,7 @@ impl Symbolizer {
         }
         let v: Rc<[InlineEntry]> = out.into();
         st.inlines.insert(objdump, v.clone());
+        self.a2l_started += u64::from(started);
         v
     }
 

@@ -1,0 +1,110 @@
+//! What the golden harnesses (tests/golden.rs, tests/golden_reports.rs)
+//! share: where the cases are, the binary under test, the pending list and
+//! the tally of results.
+#![allow(dead_code)] // each harness uses a part
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// The pstitch to test: this build's, or the one `PSTITCH_BIN` names
+/// (the profile-guided build, see bench/pgo-build.sh).
+pub fn binary() -> PathBuf {
+    let bin = std::env::var_os("PSTITCH_BIN").map_or_else(|| env!("CARGO_BIN_EXE_pstitch").into(), PathBuf::from);
+    // Run from each case's directory: a relative path would not be found.
+    std::path::absolute(&bin).unwrap_or(bin)
+}
+
+/// Every `(case dir, variant)` of the golden cases `has` accepts: the
+/// variants are the `<variant>.args` files in `dir(case)`, in name order.
+pub fn variants(has: impl Fn(&Path) -> bool, dir: impl Fn(&Path) -> PathBuf) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(golden_dir()).expect("tests/golden").flatten().map(|e| e.path()).collect();
+    cases.sort();
+    for case in cases.into_iter().filter(|c| has(c)) {
+        let mut names: Vec<String> = std::fs::read_dir(dir(&case))
+            .expect("variants dir")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".args").map(str::to_string))
+            .collect();
+        names.sort();
+        out.extend(names.into_iter().map(|n| (case.clone(), n)));
+    }
+    out
+}
+
+/// `tests/golden/pending.txt`: variant name -> the reason (the issue that
+/// will fix it).
+pub fn pending() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(golden_dir().join("pending.txt")).unwrap_or_default();
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once(char::is_whitespace) {
+            Some((k, why)) => (k.to_string(), why.trim().to_string()),
+            None => (l.to_string(), String::new()),
+        })
+        .collect()
+}
+
+/// The results of a harness run, printed as they come.
+pub struct Tally {
+    pending: BTreeMap<String, String>,
+    passed: usize,
+    still_pending: usize,
+    failed: Vec<(String, String)>,
+    /// What `Ok(n)` with n > 0 means, e.g. "lines differ only by ...".
+    deviation: &'static str,
+}
+
+impl Tally {
+    pub fn new(deviation: &'static str) -> Tally {
+        Tally { pending: pending(), passed: 0, still_pending: 0, failed: Vec::new(), deviation }
+    }
+
+    /// One variant's result: `Ok(n)` matched, `n` items differing only by a
+    /// declared deviation. A pending variant must still fail.
+    pub fn record(&mut self, name: &str, result: Result<usize, String>) {
+        match (self.pending.get(name), result) {
+            (None, Ok(0)) => {
+                self.passed += 1;
+                println!("golden {name} ... ok");
+            }
+            (None, Ok(n)) => {
+                self.passed += 1;
+                println!("golden {name} ... ok ({n} {})", self.deviation);
+            }
+            (None, Err(why)) => {
+                println!("golden {name} ... FAILED");
+                self.failed.push((name.to_string(), why));
+            }
+            (Some(reason), Err(_)) => {
+                self.still_pending += 1;
+                println!("golden {name} ... PENDING ({reason})");
+            }
+            (Some(_), Ok(_)) => {
+                println!("golden {name} ... FAILED (matches now: remove it from tests/golden/pending.txt)");
+                self.failed.push((name.to_string(), "listed as pending but matches perf's output".into()));
+            }
+        }
+    }
+
+    /// Prints the failures and the totals; exits 1 if anything failed.
+    pub fn finish(self, what: &str) {
+        for (name, why) in &self.failed {
+            println!("\n---- {name} ----\n{why}");
+        }
+        println!(
+            "\n{what} result: {} passed; {} failed; {} pending (known, listed in tests/golden/pending.txt)",
+            self.passed,
+            self.failed.len(),
+            self.still_pending
+        );
+        if !self.failed.is_empty() {
+            std::process::exit(1);
+        }
+    }
+}
