@@ -3,7 +3,8 @@
 //! for byte with `<variant>.out`, which perf-ref (perf 7.2) produced from the
 //! same perf.data with the same options (see tests/fixtures/make-golden.sh).
 //! The exit status must be perf-ref's (`<variant>.status`), and where perf
-//! failed or printed nothing on stdout, its stderr (`<variant>.err`) is part
+//! failed, printed nothing on stdout or said more on stderr than the lines
+//! make-golden.sh knows as incidental, its stderr (`<variant>.err`) is part
 //! of the expectation too, byte for byte.
 //!
 //! `tests/golden/pending.txt` lists variants known not to match yet, each

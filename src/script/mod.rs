@@ -56,6 +56,44 @@ pub struct ScriptOptions {
     pub show_mmap_events: bool,
     /// `--show-lost-events`: print PERF_RECORD_LOST records.
     pub show_lost_events: bool,
+    /// `--show-switch-events`: SWITCH and SWITCH_CPU_WIDE records.
+    pub show_switch_events: bool,
+    /// `--show-namespace-events`: NAMESPACES records.
+    pub show_namespace_events: bool,
+    /// `--show-cgroup-events`: CGROUP records.
+    pub show_cgroup_events: bool,
+    /// `--show-round-events`: FINISHED_ROUND records (perf then delivers
+    /// records in file order, unsorted).
+    pub show_round_events: bool,
+    /// `--show-bpf-events`: KSYMBOL and BPF_EVENT records.
+    pub show_bpf_events: bool,
+    /// `--show-text-poke-events`: TEXT_POKE and KSYMBOL records.
+    pub show_text_poke_events: bool,
+    /// `--show-on-off-events`: the samples of `--switch-on`/`--switch-off`
+    /// events themselves.
+    pub show_on_off_events: bool,
+    /// `--reltime`: times relative to the first event printed.
+    pub reltime: bool,
+    /// `--deltatime`: times relative to the previous event printed.
+    pub deltatime: bool,
+    /// `-L`: perf's latency layout of the line start (`%8.8s` comm, `%3d`
+    /// cpu).
+    pub latency: bool,
+    /// `--show-kernel-path`: the kernel's DSO by its path.
+    pub show_kernel_path: bool,
+    /// `-d`: check sample order instead of printing samples.
+    pub debug_mode: bool,
+    /// `--stop-bt`: callchains end after the first frame in one of these
+    /// symbols.
+    pub stop_bt: Vec<String>,
+    /// `--dsos`: only samples whose ip is in one of these DSOs (by short or
+    /// long name).
+    pub dsos: Option<Vec<String>>,
+    /// `-S`: only samples whose ip is in one of these symbols.
+    pub symbols: Option<Vec<String>>,
+    /// `--addr-range`: with `-S` addresses, how many bytes after each
+    /// pass too.
+    pub addr_range: i32,
 }
 
 impl Default for ScriptOptions {
@@ -68,8 +106,52 @@ impl Default for ScriptOptions {
             show_task_events: false,
             show_mmap_events: false,
             show_lost_events: false,
+            show_switch_events: false,
+            show_namespace_events: false,
+            show_cgroup_events: false,
+            show_round_events: false,
+            show_bpf_events: false,
+            show_text_poke_events: false,
+            show_on_off_events: false,
+            reltime: false,
+            deltatime: false,
+            latency: false,
+            show_kernel_path: false,
+            debug_mode: false,
+            stop_bt: Vec::new(),
+            dsos: None,
+            symbols: None,
+            addr_range: 0,
         }
     }
+}
+
+/// A comma-separated list (perf's strlist: entries trimmed, empty ones
+/// dropped), as `--dsos`, `-S`, `--stop-bt` and `--comms` take them.
+pub fn parse_list(s: &str) -> Vec<String> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
+}
+
+/// `--symfs DIR[,LAYOUT]`: the directory, and whether files are looked up
+/// by their base name (`flat`) rather than their whole path
+/// (`hierarchy`, the default).
+pub fn parse_symfs(arg: &str) -> (std::path::PathBuf, bool) {
+    match arg.rsplit_once(',') {
+        Some((dir, "flat")) => (dir.into(), true),
+        Some((dir, "hierarchy")) => (dir.into(), false),
+        _ => (arg.into(), false),
+    }
+}
+
+/// `-D` / `--dump-unsorted-raw-trace`: perf's record-by-record dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dump {
+    #[default]
+    None,
+    /// `-D`: records dumped as they are delivered (in time order).
+    Sorted,
+    /// `--dump-unsorted-raw-trace`: in file order.
+    Unsorted,
 }
 
 /// The `perf script` tool: prints what the session delivers.
@@ -110,12 +192,63 @@ pub(crate) struct Script {
     /// What to say afterwards: features that could not be printed,
     /// tracing data that was skipped in part.
     pub warnings: Vec<String>,
+    /// What perf itself says on stderr, word for word (`-d`).
+    pub said: Vec<String>,
+    /// `--reltime`, `--deltatime`: the first and the previous time shown.
+    initial_time: u64,
+    previous_time: u64,
+    /// `-d`: the last sample time seen, and how many went backwards.
+    last_timestamp: u64,
+    nr_unordered: u64,
+    /// `--switch-on`/`--switch-off` (perf's `evswitch`).
+    evswitch: EvSwitch,
+}
+
+/// perf's `struct evswitch`: samples are shown from an occurrence of the
+/// `on` event, and no more after the `off` event.
+#[derive(Debug, Default)]
+pub(crate) struct EvSwitch {
+    pub on: Option<usize>,
+    pub off: Option<usize>,
+    pub show_on_off_events: bool,
+    discarding: bool,
+}
+
+impl EvSwitch {
+    pub fn new(on: Option<usize>, off: Option<usize>, show_on_off_events: bool) -> EvSwitch {
+        EvSwitch { on, off, show_on_off_events, discarding: on.is_some() }
+    }
+
+    /// perf's `evswitch__discard`, quirks included: with `--switch-off`
+    /// alone only the off event's own samples are hidden.
+    fn discard(&mut self, evsel: usize) -> bool {
+        if let Some(on) = self.on
+            && self.discarding
+        {
+            if on != evsel {
+                return true;
+            }
+            self.discarding = false;
+            return !self.show_on_off_events;
+        }
+        if let Some(off) = self.off
+            && !self.discarding
+        {
+            if off != evsel {
+                return false;
+            }
+            self.discarding = true;
+            return !self.show_on_off_events;
+        }
+        false
+    }
 }
 
 impl Script {
     /// Starts the printer thread (see [`output`]) writing to `out`.
     pub fn new<W: Write + Send + 'static>(opts: ScriptOptions, symbolizer: Symbolizer, out: W, threads: Threads) -> Script {
         let use_callchain = !opts.hide_call_graph;
+        let latency = opts.latency;
         Script {
             opts,
             dso_journal: 0,
@@ -129,7 +262,7 @@ impl Script {
             checked: [false; fields::NR_TYPES],
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
-            heads: heads::Heads::default(),
+            heads: heads::Heads::new(latency),
             endian: perf_data::bytes::Endian::NATIVE,
             tracing: None,
             trace_resolver: false,
@@ -137,7 +270,18 @@ impl Script {
             combined_sample_type: 0,
             features: None,
             warnings: Vec::new(),
+            said: Vec::new(),
+            initial_time: 0,
+            previous_time: 0,
+            last_timestamp: 0,
+            nr_unordered: 0,
+            evswitch: EvSwitch::default(),
         }
+    }
+
+    /// `--switch-on`/`--switch-off`, resolved to events.
+    pub fn set_evswitch(&mut self, evswitch: EvSwitch) {
+        self.evswitch = evswitch;
     }
 
     /// Takes the tracing data (TRACING_DATA feature section in file mode,
@@ -409,6 +553,8 @@ impl Script {
             }
         }
         if fields & f::TIME != 0 {
+            let time = self.shown_time(time);
+            let out = &mut self.buf;
             if self.opts.nanosecs {
                 format::uint(out, time / 1_000_000_000, 5);
                 out.push(b'.');
@@ -417,6 +563,24 @@ impl Script {
             } else {
                 heads::time_usecs(out, time);
             }
+        }
+    }
+
+    /// The time a line shows: `--reltime` from the first event shown,
+    /// `--deltatime` from the previous one (perf's
+    /// `perf_sample__fprintf_start`; a time of 0 does not start the clock).
+    fn shown_time(&mut self, time: u64) -> u64 {
+        if self.opts.reltime {
+            if self.initial_time == 0 {
+                self.initial_time = time;
+            }
+            time.wrapping_sub(self.initial_time)
+        } else if self.opts.deltatime {
+            let t = if self.previous_time != 0 { time.wrapping_sub(self.previous_time) } else { 0 };
+            self.previous_time = time;
+            t
+        } else {
+            time
         }
     }
 
@@ -432,11 +596,60 @@ impl Script {
         self.symbolizer.find_map(machine, tid, mode, ip)
     }
 
+    /// perf's `machine__resolve` filters for `--dsos` and `-S`: the sample
+    /// ip must be in one of the DSOs (short or long name), and in one of
+    /// the symbols (by name, by the `0x` address of its start, or, for
+    /// entries that read as hex numbers, at that very address or within
+    /// `--addr-range` bytes after it).
+    fn filtered(&mut self, machine: &mut Machine, ev: &SampleEvent<'_>) -> bool {
+        let s = ev.sample;
+        let map = self.find_map(machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
+        if let Some(list) = &self.opts.dsos {
+            let Some(m) = &map else { return true };
+            let dso = machine.dsos.get(m.dso);
+            let long: &str = &dso.name;
+            let short = if dso.kind == crate::machine::DsoKind::Kernel { long } else { long.rsplit('/').next().unwrap_or(long) };
+            if !list.iter().any(|d| d == short || (short != long && d == long)) {
+                return true;
+            }
+        }
+        let Some(symbols) = &self.opts.symbols else { return false };
+        let (names, addrs) = symbol_filter(symbols);
+        let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&machine.dsos, m, s.ip).map(|sym| (m, sym)));
+        let mut pass = false;
+        if let Some((m, sym)) = &sym {
+            pass = names.iter().any(|n| **n == *sym.name) || names.iter().any(|n| **n == format!("{:#x}", m.unmap_ip(sym.start)));
+        }
+        if !pass && !addrs.is_empty() && map.is_some() {
+            let range = self.opts.addr_range;
+            pass = addrs.contains(&s.ip) || (range != 0 && addrs.iter().any(|&a| s.ip >= a && s.ip < a.wrapping_add(range as i64 as u64)));
+        }
+        !pass
+    }
+
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
     fn print_ip_line(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
         let map = self.find_map(machine, tid, mode, ip);
         self.frame(machine, callchain::FrameJob { ip, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
     }
+}
+
+/// perf's `setup_addrlist`: `-S` entries that read whole as hex numbers
+/// (C's `strtoul(s, &end, 16)`, trailing blanks allowed) are addresses,
+/// the others symbol names.
+fn symbol_filter(list: &[String]) -> (Vec<&String>, Vec<u64>) {
+    let mut names = Vec::new();
+    let mut addrs = Vec::new();
+    for e in list {
+        let t = e.trim_start();
+        let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).filter(|r| r.starts_with(|c: char| c.is_ascii_hexdigit())).unwrap_or(t);
+        let end = t.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(t.len());
+        match u64::from_str_radix(&t[..end], 16) {
+            Ok(v) if end > 0 && t[end..].trim_end().is_empty() => addrs.push(v),
+            _ => names.push(e),
+        }
+    }
+    (names, addrs)
 }
 
 /// perf's `get_page_size_name`.
@@ -466,7 +679,30 @@ impl Tool for Script {
 
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
+        if self.opts.debug_mode {
+            // perf's `-d`: check the order, print nothing.
+            let t = ev.sample.time;
+            if t < self.last_timestamp {
+                self.said.push(format!("Samples misordered, previous: {} this: {t}", self.last_timestamp));
+                self.nr_unordered += 1;
+            }
+            self.last_timestamp = t;
+            return Ok(());
+        }
+        if (self.opts.dsos.is_some() || self.opts.symbols.is_some()) && self.filtered(cx.machine, ev) {
+            return Ok(());
+        }
+        if self.evswitch.discard(ev.evsel) {
+            return Ok(());
+        }
         self.print_sample(cx.machine, cx.evlist, ev)
+    }
+
+    fn finish(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        if self.opts.debug_mode {
+            self.said.push(format!("Misordered timestamps: {}", self.nr_unordered));
+        }
+        Ok(())
     }
 
     fn deferred_callchain(&mut self, cx: &mut Context<'_>, ev: &DeferredEvent<'_>) -> Result<()> {

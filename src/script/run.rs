@@ -28,6 +28,22 @@ pub struct ScriptConfig {
     /// `--time` as perf takes it (percentages are of the recording's
     /// span, which the input's header says).
     pub time: Option<String>,
+    /// `-C`, `--pid`, `--tid`, `--comms` as given: perf reads them once
+    /// the input is open (a CPU list is checked against the recording's
+    /// CPUs). They add to `session.filter`.
+    pub cpu_list: Option<String>,
+    pub pid_list: Option<String>,
+    pub tid_list: Option<String>,
+    pub comm_list: Option<String>,
+    /// `--switch-on`, `--switch-off`: event names.
+    pub switch_on: Option<String>,
+    pub switch_off: Option<String>,
+    /// `--stitch-lbr` (perf warns when the recording has no LBR callchains).
+    pub stitch_lbr: bool,
+    /// `-D`, `--dump-unsorted-raw-trace`.
+    pub dump: super::Dump,
+    /// `--per-event-dump`: each event's lines go to `<input>.<event>.dump`.
+    pub per_event_dump: bool,
     pub threads: Threads,
 }
 
@@ -46,6 +62,8 @@ pub enum HeaderMode {
 pub struct Source<'a> {
     /// How messages call the input.
     pub name: &'a str,
+    /// The input's path (`--per-event-dump` names its files after it).
+    pub path: Option<&'a std::path::Path>,
     /// The input's modification time (`--header` prints it).
     pub mtime: Option<i64>,
     /// Called every few thousand records and at the end.
@@ -58,7 +76,7 @@ pub struct Source<'a> {
 
 impl<'a> Source<'a> {
     pub fn named(name: &'a str) -> Source<'a> {
-        Source { name, mtime: None, progress: None, process_exits: false }
+        Source { name, path: None, mtime: None, progress: None, process_exits: false }
     }
 }
 
@@ -68,13 +86,17 @@ pub enum Outcome {
     /// Everything was read and printed (warnings may have been said), or
     /// the reader of the output went away (`| head`).
     Printed,
-    /// An option's value is wrong for this input (a `-F` field its events
-    /// lack, a `--time` perf rejects).
-    Usage,
-    /// The input could not be read completely: unreadable, refused as perf
-    /// refuses it, or damaged (what came before the damage was printed);
-    /// or the output could not be written.
+    /// perf's -EINVAL: an option's value does not fit this input (a
+    /// `--time` perf rejects).
+    Invalid,
+    /// perf's -1: the input could not be read completely (unreadable,
+    /// refused as perf refuses it, or damaged: what came before the damage
+    /// was printed), an option does not fit it (a `-F` field its events
+    /// lack, a CPU it does not have), or the output could not be written.
     Failed,
+    /// perf's -ENOENT: an event named by `--switch-on`/`--switch-off` is
+    /// not in the recording.
+    NotFound,
 }
 
 /// What a run did and has to say.
@@ -137,8 +159,26 @@ impl<T> std::ops::DerefMut for KeepAtExit<T> {
 /// Prints `input` as `perf script` does, to `out`. Never panics on any
 /// input.
 pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: ScriptConfig, mut out: W) -> Report {
-    let ScriptConfig { output, session: mut session_opts, symbols, header: header_mode, show_info, time, threads } = config;
+    let ScriptConfig {
+        output,
+        session: mut session_opts,
+        symbols,
+        header: header_mode,
+        show_info,
+        time,
+        cpu_list,
+        pid_list,
+        tid_list,
+        comm_list,
+        switch_on,
+        switch_off,
+        stitch_lbr,
+        dump: _,
+        per_event_dump: _,
+        threads,
+    } = config;
     let name = source.name;
+    let show_on_off = output.show_on_off_events;
     let mut messages = Vec::new();
     let (evlist, features, warnings) = input.take_header();
     if header_mode != HeaderMode::None {
@@ -164,40 +204,40 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
             return Report::stop(Outcome::Printed, messages);
         }
     }
-    if let Some(t) = &time {
-        // Percentages are of the span perf record stored in SAMPLE_TIME.
-        let (first, last) = features
-            .get(feat::SAMPLE_TIME)
-            .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
-            .unwrap_or((0, 0));
-        if t.contains('%') && first == 0 && last == 0 {
-            messages.push("HINT: no first/last sample time found in perf data.".to_string());
-            return Report::stop(Outcome::Usage, messages);
-        }
-        match crate::session::filter::parse_time(t, first, last) {
-            Ok(r) => session_opts.filter.time = r,
-            Err(e) => {
-                messages.push(e);
-                return Report::stop(Outcome::Usage, messages);
+    for w in &warnings {
+        messages.push(format!("pstitch: {name}: warning: {w}"));
+    }
+    // perf's symbol__init: the thread lists (a bad one ends the run
+    // quietly, successfully, with nothing printed).
+    let filter = &mut session_opts.filter;
+    for (list, what, set) in [(&pid_list, "pid", &mut filter.pids), (&tid_list, "tid", &mut filter.tids)] {
+        if let Some(l) = list {
+            match crate::session::filter::parse_int_list(l) {
+                Ok(ids) => *set = Some(ids),
+                Err(_) => {
+                    messages.push(format!("problems parsing {what} list"));
+                    return Report::stop(Outcome::Printed, messages);
+                }
             }
         }
     }
-    for w in &warnings {
-        messages.push(format!("pstitch: {name}: warning: {w}"));
+    if let Some(c) = &comm_list {
+        filter.comms = Some(crate::session::filter::parse_list(c));
+    }
+    if stitch_lbr && !evlist.evsels.iter().any(|e| e.attr.samples(sample_type::BRANCH_STACK)) {
+        messages.push("Can't find LBR callchain. Switch off --stitch-lbr.".to_string());
+        messages.push("Please apply --call-graph lbr when recording.".to_string());
+    }
+    if let Some(list) = &cpu_list {
+        match cpu_bitmap(&evlist, &features, list, &mut messages) {
+            Some(cpus) => session_opts.filter.cpus = Some(cpus),
+            None => return Report::stop(Outcome::Failed, messages),
+        }
     }
     let mut symbolizer = Symbolizer::new(symbols);
     symbolizer.set_build_ids(features.build_ids());
     if threads == Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(flag::EXCLUDE_KERNEL)) {
         symbolizer.read_kallsyms_ahead();
-    }
-    if session_opts.filter.cpus.is_some() {
-        // perf requires CPU in the first event of every type.
-        let mut seen = std::collections::BTreeSet::new();
-        let lacking = evlist.evsels.iter().filter(|e| seen.insert(e.attr.type_)).any(|e| !e.attr.samples(sample_type::CPU));
-        if lacking {
-            messages.push("File does not contain CPU events. Remove -C option to proceed.".to_string());
-            return Report::stop(Outcome::Failed, messages);
-        }
     }
     let mut script = KeepAtExit { value: Some(Script::new(output, symbolizer, out, threads)), exiting: source.process_exits };
     let pipe = input.pipe;
@@ -213,12 +253,52 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
         }
         if let Err(e) = script.check_output(&evlist) {
             messages.push(e.0);
-            return Report::stop(Outcome::Usage, messages);
+            return Report::stop(Outcome::Failed, messages);
+        }
+    }
+    if let Some(t) = &time {
+        // Percentages are of the span perf record stored in SAMPLE_TIME.
+        let (first, last) = features
+            .get(feat::SAMPLE_TIME)
+            .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
+            .unwrap_or((0, 0));
+        if t.contains('%') && first == 0 && last == 0 {
+            messages.push("HINT: no first/last sample time found in perf data.".to_string());
+            messages.push("Please use latest perf binary to execute 'perf record'".to_string());
+            messages.push("(if '--buildid-all' is enabled, please set '--timestamp-boundary').".to_string());
+            return Report::stop(Outcome::Invalid, messages);
+        }
+        match crate::session::filter::parse_time(t, first, last) {
+            Ok(r) => session_opts.filter.time = r,
+            Err(e) => {
+                messages.push(e);
+                return Report::stop(Outcome::Invalid, messages);
+            }
         }
     }
     if pipe && (header_mode != HeaderMode::None || show_info) {
         // perf prints pipe-mode features as they arrive.
         script.print_features(header::FeatureStream::new(show_info, header::Pmus::system()));
+    }
+    if switch_on.is_some() || switch_off.is_some() {
+        // perf's evswitch__init: the events are found by name.
+        let find = |which: &str, name: &Option<String>, messages: &mut Vec<String>| -> Result<Option<usize>, ()> {
+            let Some(name) = name else { return Ok(None) };
+            match evlist.evsels.iter().position(|e| script.event_name(e) == *name) {
+                Some(i) => Ok(Some(i)),
+                None => {
+                    messages.push(format!("ERROR: switch-{which} event not found ({name})"));
+                    messages.push("HINT:  use 'perf evlist' to see the available event names".to_string());
+                    Err(())
+                }
+            }
+        };
+        let on = find("on", &switch_on, &mut messages);
+        let off = if on.is_ok() { find("off", &switch_off, &mut messages) } else { Ok(None) };
+        match (on, off) {
+            (Ok(on), Ok(off)) => script.set_evswitch(super::EvSwitch::new(on, off, show_on_off)),
+            _ => return Report::stop(Outcome::NotFound, messages),
+        }
     }
     let mut session = Session::new(input.records(), evlist, features, pipe, session_opts);
     if let Some(p) = source.progress {
@@ -234,6 +314,7 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     if result.as_ref().is_err_and(Error::is_broken_pipe) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
         return report(Outcome::Printed, messages);
     }
+    messages.append(&mut script.said);
     for w in std::mem::take(&mut script.warnings).into_iter().chain(session.warnings.messages()) {
         messages.push(format!("pstitch: {name}: warning: {w}"));
     }
@@ -269,4 +350,38 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
         outcome = Outcome::Failed;
     }
     report(outcome, messages)
+}
+
+/// perf's MAX_NR_CPUS.
+const MAX_NR_CPUS: u32 = 4096;
+
+/// perf's `perf_session__cpu_bitmap`: `-C` needs CPU in the samples of the
+/// first event of every kernel event type, a valid list (libperf's
+/// `perf_cpu_map__new`), and CPUs the recording had. `None` once the
+/// reason was said.
+fn cpu_bitmap(evlist: &perf_data::evlist::Evlist, features: &perf_data::features::Features, list: &str, messages: &mut Vec<String>) -> Option<std::collections::BTreeSet<u32>> {
+    const PERF_TYPE_MAX: u32 = 6;
+    let mut seen = std::collections::BTreeSet::new();
+    let lacking = evlist.evsels.iter().filter(|e| e.attr.type_ < PERF_TYPE_MAX && seen.insert(e.attr.type_)).any(|e| !e.attr.samples(sample_type::CPU));
+    if lacking {
+        messages.push("File does not contain CPU events. Remove -C option to proceed.".to_string());
+        return None;
+    }
+    let cpus = match crate::session::filter::parse_cpu_map(list) {
+        Ok(c) => c,
+        Err(warning) => {
+            messages.extend(warning);
+            messages.push("Invalid cpu_list".to_string());
+            return None;
+        }
+    };
+    let nr_cpus = features.nr_cpus().map_or(0, |(_, avail)| avail).min(MAX_NR_CPUS);
+    if cpus.warned {
+        messages.push(format!("Perf can support {MAX_NR_CPUS} CPUs. Consider raising MAX_NR_CPUS"));
+    }
+    if let Some(&too_large) = cpus.cpus.iter().find(|&&c| c >= nr_cpus) {
+        messages.push(format!("Requested CPU {too_large} too large. Consider raising MAX_NR_CPUS"));
+        return None;
+    }
+    Some(cpus.cpus.into_iter().collect())
 }

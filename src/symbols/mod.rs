@@ -37,7 +37,13 @@ use load::{Loaded, Search};
 #[derive(Debug, Clone, Default)]
 pub struct SymbolConfig {
     pub symfs: Option<PathBuf>,
+    /// `--symfs DIR,flat`: files are looked up in the symfs by their base
+    /// name only.
+    pub symfs_flat: bool,
     pub kallsyms: Option<PathBuf>,
+    /// `-k`: kernel symbols from this vmlinux (an ELF file) rather than
+    /// kallsyms.
+    pub vmlinux: Option<PathBuf>,
     /// The build-id cache (`PERF_BUILDID_DIR`, else `~/.debug`).
     pub buildid_dir: Option<PathBuf>,
     pub demangle: bool,
