@@ -244,7 +244,6 @@ fn config(args: &ScriptArgs) -> ScriptConfig {
         latency: args.latency,
         show_kernel_path: args.show_kernel_path,
         debug_mode: args.debug_mode,
-        stop_bt: args.stop_bt.as_deref().map(script::parse_list).unwrap_or_default(),
         dsos: args.dsos.as_deref().map(script::parse_list),
         symbols: args.symbols.as_deref().map(script::parse_list),
         addr_range: args.addr_range,
@@ -265,6 +264,7 @@ fn config(args: &ScriptArgs) -> ScriptConfig {
         demangle_kernel: args.demangle_kernel,
         inline: args.inline,
         full_source_path: args.full_source_path,
+        bt_stop: args.stop_bt.as_deref().map(script::parse_list).unwrap_or_default(),
     };
     let header = match (args.header_only, args.header) {
         (true, _) => HeaderMode::Only,

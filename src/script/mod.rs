@@ -83,9 +83,6 @@ pub struct ScriptOptions {
     pub show_kernel_path: bool,
     /// `-d`: check sample order instead of printing samples.
     pub debug_mode: bool,
-    /// `--stop-bt`: callchains end after the first frame in one of these
-    /// symbols.
-    pub stop_bt: Vec<String>,
     /// `--dsos`: only samples whose ip is in one of these DSOs (by short or
     /// long name).
     pub dsos: Option<Vec<String>>,
@@ -118,7 +115,6 @@ impl Default for ScriptOptions {
             latency: false,
             show_kernel_path: false,
             debug_mode: false,
-            stop_bt: Vec::new(),
             dsos: None,
             symbols: None,
             addr_range: 0,

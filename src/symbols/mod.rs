@@ -50,6 +50,9 @@ pub struct SymbolConfig {
     pub demangle_kernel: bool,
     pub inline: bool,
     pub full_source_path: bool,
+    /// `--stop-bt` (perf's `bt_stop_list`): a callchain ends after the
+    /// first line whose symbol (or inline function) has one of these names.
+    pub bt_stop: Vec<String>,
 }
 
 impl SymbolConfig {
