@@ -249,7 +249,12 @@ fn config(args: &ScriptArgs) -> ScriptConfig {
         addr_range: args.addr_range,
         ..Default::default()
     };
-    let session = SessionOptions { no_merge_callchains: !args.merge_callchains, ..Default::default() };
+    let session = SessionOptions {
+        no_merge_callchains: !args.merge_callchains,
+        // perf turns time ordering off to show the rounds as they come.
+        unordered: args.show_round_events || args.dump_unsorted_raw_trace,
+        ..Default::default()
+    };
     let (symfs, symfs_flat) = match args.symfs.as_deref().map(script::parse_symfs) {
         Some((dir, flat)) => (Some(dir), flat),
         None => (None, false),

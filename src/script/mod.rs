@@ -535,15 +535,16 @@ impl Script {
                 }
             }
             use perf_data::record::misc as m;
-            let extra = match record_type {
-                kind::MMAP | kind::MMAP2 if misc & m::MMAP_DATA != 0 => Some(b'M'),
-                kind::COMM if misc & m::COMM_EXEC != 0 => Some(b'E'),
-                _ => None,
+            let extra: &[u8] = match record_type {
+                kind::MMAP | kind::MMAP2 if misc & m::MMAP_DATA != 0 => b"M",
+                kind::COMM if misc & m::COMM_EXEC != 0 => b"E",
+                kind::SWITCH | kind::SWITCH_CPU_WIDE if misc & m::SWITCH_OUT != 0 => {
+                    if misc & m::SWITCH_OUT_PREEMPT != 0 { b"Sp" } else { b"S" }
+                }
+                _ => b"",
             };
-            if let Some(c) = extra {
-                out.push(c);
-                n += 1;
-            }
+            out.extend_from_slice(extra);
+            n += extra.len();
             for _ in n..6 {
                 out.push(b' ');
             }
@@ -708,18 +709,35 @@ impl Tool for Script {
 
     fn record(&mut self, cx: &mut Context<'_>, ev: &Event<'_>) -> Result<()> {
         self.endian = cx.endian;
-        let (pid, tid, time) = match ev.side_band {
-            SideBand::Mmap(m) if self.opts.show_mmap_events => (m.pid, m.tid, 0),
-            SideBand::Comm(c) if self.opts.show_task_events => (c.pid, c.tid, 0),
-            SideBand::Fork(t) | SideBand::Exit(t) if self.opts.show_task_events => (t.pid, t.tid, t.time),
-            // perf script's process_lost_event: the thread of the
-            // sample_id, none without sample_id_all.
-            SideBand::Lost(_) if self.opts.show_lost_events => {
-                if cx.evlist.evsels[ev.evsel].attr.sample_id_all() { (ev.id.pid, ev.id.tid, 0) } else { (-1, -1, 0) }
+        let o = &self.opts;
+        // perf script's process_*_event: the thread of the sample_id (none
+        // without sample_id_all), or the one the record names.
+        let id_thread = if cx.evlist.evsels[ev.evsel].attr.sample_id_all() { (ev.id.pid, ev.id.tid, 0) } else { (-1, -1, 0) };
+        let (pid, tid, time) = match (ev.record.header.type_, ev.side_band) {
+            (_, SideBand::Mmap(m)) if o.show_mmap_events => (m.pid, m.tid, 0),
+            (_, SideBand::Comm(c)) if o.show_task_events => (c.pid, c.tid, 0),
+            (_, SideBand::Fork(t) | SideBand::Exit(t)) if o.show_task_events => (t.pid, t.tid, t.time),
+            (_, SideBand::Lost(_)) if o.show_lost_events => id_thread,
+            (kind::SWITCH | kind::SWITCH_CPU_WIDE, _) if o.show_switch_events => id_thread,
+            (kind::NAMESPACES, _) if o.show_namespace_events => {
+                let b = ev.record.body();
+                (cx.endian.read_u32(b, 0).unwrap_or(0) as i32, cx.endian.read_u32(b, 4).unwrap_or(0) as i32, 0)
             }
+            (kind::CGROUP, _) if o.show_cgroup_events => id_thread,
+            (kind::KSYMBOL, _) if o.show_bpf_events || o.show_text_poke_events => id_thread,
+            (kind::BPF_EVENT, _) if o.show_bpf_events => id_thread,
+            (kind::TEXT_POKE, _) if o.show_text_poke_events => id_thread,
             _ => return Ok(()),
         };
         self.print_side_band(cx, ev, pid, tid, time);
+        Ok(())
+    }
+
+    fn round(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        if self.opts.show_round_events {
+            self.buf.extend_from_slice(b"PERF_RECORD_FINISHED_ROUND\n");
+            self.maybe_flush()?;
+        }
         Ok(())
     }
 

@@ -124,6 +124,11 @@ pub struct SessionOptions {
     /// Deliver deferred user callchains as separate events instead of
     /// merging them into their samples (`--no-merge-callchains`).
     pub no_merge_callchains: bool,
+    /// Deliver records in the order they are read, not sorted by time
+    /// (perf with `ordered_events` off: `--show-round-events`,
+    /// `--dump-unsorted-raw-trace`); FINISHED_ROUND records go to
+    /// [`Tool::round`].
+    pub unordered: bool,
     pub filter: SampleFilter,
     pub limits: Limits,
 }
@@ -140,6 +145,7 @@ pub struct Session<'a> {
     pub machine: Machine,
     limits: Limits,
     merge_callchains: bool,
+    unordered: bool,
     filter: SampleFilter,
     /// Samples waiting for their deferred user callchain.
     stitcher: Stitcher,
@@ -186,6 +192,7 @@ impl<'a> Session<'a> {
             machine: Machine::new(),
             limits: options.limits,
             merge_callchains: !options.no_merge_callchains,
+            unordered: options.unordered,
             filter: options.filter,
             stitcher: Stitcher::default(),
             merged: Vec::new(),
@@ -348,7 +355,7 @@ impl<'a> Session<'a> {
         };
         match time {
             // perf delivers records without a usable time at once.
-            Some(t) if t != 0 && t != u64::MAX => {
+            Some(t) if t != 0 && t != u64::MAX && !self.unordered => {
                 self.queue.push(Queued { time: t, offset, inner, evsel: evsel as u32, bytes });
                 if self.queue.owned_bytes() > self.limits.max_queued_bytes {
                     let max = self.limits.max_queued_bytes >> 20;
@@ -627,6 +634,10 @@ impl<'a> Session<'a> {
         let at = Where(offset, inner);
         let body = bytes.get(HEADER_SIZE..(header.size as usize).min(bytes.len())).unwrap_or(&[]);
         match header.type_ {
+            kind::FINISHED_ROUND if self.unordered => {
+                let mut cx = self.parts().0;
+                tool.round(&mut cx)?;
+            }
             kind::FINISHED_ROUND => self.flush_round(tool)?,
             kind::HEADER_ATTR => {
                 let Some(attr) = Attr::parse(body, e) else {

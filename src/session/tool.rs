@@ -141,6 +141,12 @@ pub trait Tool {
         Ok(())
     }
 
+    /// A FINISHED_ROUND record, when the session delivers records as they
+    /// come (see `SessionOptions::unordered`).
+    fn round(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        Ok(())
+    }
+
     /// An event was added by a HEADER_ATTR record (pipe mode).
     fn attr_added(&mut self, _evlist: &Evlist, _idx: usize) -> Result<()> {
         Ok(())
