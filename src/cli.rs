@@ -255,9 +255,10 @@ fn config(args: &ScriptArgs) -> ScriptConfig {
         unordered: args.show_round_events || args.dump_unsorted_raw_trace,
         ..Default::default()
     };
+    // (Checked while parsing.)
     let (symfs, symfs_flat) = match args.symfs.as_deref().map(script::parse_symfs) {
-        Some((dir, flat)) => (Some(dir), flat),
-        None => (None, false),
+        Some(Ok((dir, flat))) => (Some(dir), flat),
+        _ => (None, false),
     };
     let symbols = SymbolConfig {
         symfs,

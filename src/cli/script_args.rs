@@ -294,7 +294,13 @@ fn apply(a: &mut ScriptArgs, o: &Opt, v: Value) -> Result<(), Refusal> {
         "hide-call-graph" => a.hide_call_graph = on,
         // perf 7.2 crashes on --no-symfs and --no-fields; pstitch goes
         // back to the defaults.
-        "symfs" => a.symfs = string(v),
+        "symfs" => match v {
+            Value::Arg(s) => match script::parse_symfs(&s) {
+                Ok(_) => a.symfs = Some(s),
+                Err(e) => return Err(Refusal::Usage(format!("{e}\n"))),
+            },
+            _ => a.symfs = None,
+        },
         "fields" => match v {
             Value::Arg(spec) => match a.fields.parse(&spec) {
                 Ok(warnings) => a.said.extend(warnings),

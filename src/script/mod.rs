@@ -128,14 +128,16 @@ pub fn parse_list(s: &str) -> Vec<String> {
     s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
 }
 
-/// `--symfs DIR[,LAYOUT]`: the directory, and whether files are looked up
-/// by their base name (`flat`) rather than their whole path
-/// (`hierarchy`, the default).
-pub fn parse_symfs(arg: &str) -> (std::path::PathBuf, bool) {
+/// `--symfs DIR[,LAYOUT]` as perf's `symbol__config_symfs` reads it: the
+/// directory up to the last comma, and whether files are looked up by
+/// their base name (`flat`) rather than their whole path (`hierarchy`, the
+/// default). `Err`: perf's message for another layout.
+pub fn parse_symfs(arg: &str) -> std::result::Result<(std::path::PathBuf, bool), String> {
     match arg.rsplit_once(',') {
-        Some((dir, "flat")) => (dir.into(), true),
-        Some((dir, "hierarchy")) => (dir.into(), false),
-        _ => (arg.into(), false),
+        None => Ok((arg.into(), false)),
+        Some((dir, "flat")) => Ok((dir.into(), true)),
+        Some((dir, "hierarchy")) => Ok((dir.into(), false)),
+        Some((_, layout)) => Err(format!("Invalid layout: '{layout}', use 'hierarchy' or 'flat'")),
     }
 }
 
