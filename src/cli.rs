@@ -322,7 +322,8 @@ fn check_symbol_files(args: &ScriptArgs) -> Result<(), String> {
 
 /// perf's checks when it opens a file (`open_file_read`): it exists, is
 /// owned by the user (or root; `-f` overrides) and is not empty. Pipes
-/// and directories (`perf record --threads`) are let through.
+/// are let through; of a directory (`perf record --threads`), its `data`
+/// file is checked.
 fn check_input(path: &std::path::Path, force: bool) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     if path == std::path::Path::new("-") {
@@ -337,6 +338,10 @@ fn check_input(path: &std::path::Path, force: bool) -> Result<(), String> {
             return Err(format!("failed to open {name}: {errno}{hint}"));
         }
     };
+    if meta.is_dir() {
+        // perf opens a directory's `data` file the same way.
+        return check_input(&path.join("data"), force);
+    }
     if !meta.is_file() {
         return Ok(());
     }

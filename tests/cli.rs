@@ -229,3 +229,43 @@ fn field_errors_say_what_perf_says() {
         assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!("{message}\n")), "-F {fields}");
     }
 }
+
+/// perf refuses a file that is neither the user's nor root's unless `-f`
+/// is given (perf-ref's message and status, checked by hand: a copy of
+/// c-threads/perf.data owned by uid 65534, read as root).
+#[test]
+fn files_of_other_users_need_force() {
+    use std::os::unix::fs::MetadataExt;
+    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/c-threads");
+    let dir = std::env::temp_dir().join(format!("pstitch-owner-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
+    let run = |extra: &[&str]| {
+        pstitch()
+            .current_dir(&dir)
+            .args(["script", "-i", "perf.data", "--no-inline"])
+            .arg(format!("--symfs={}", case.join("symfs").display()))
+            .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let own = run(&[]);
+    assert_eq!(own.status.code(), Some(0), "{}", String::from_utf8_lossy(&own.stderr));
+    let me = std::fs::metadata(dir.join("perf.data")).unwrap().uid();
+    if me == 0 {
+        std::os::unix::fs::chown(dir.join("perf.data"), Some(65534), None).unwrap();
+        let refused = run(&[]);
+        assert_eq!(refused.status.code(), Some(255));
+        assert!(refused.stdout.is_empty());
+        assert_eq!(String::from_utf8_lossy(&refused.stderr), "File perf.data not owned by current user or root (use -f to override)\n");
+        let forced = run(&["-f"]);
+        assert_eq!(forced.status.code(), Some(0));
+        assert_eq!(forced.stdout, own.stdout);
+    } else {
+        // Only root can give a file away: the refusal itself is not tested.
+        eprintln!("files_of_other_users_need_force: not root, only -f's acceptance is checked");
+        assert_eq!(run(&["-f"]).stdout, own.stdout);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

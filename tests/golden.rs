@@ -177,7 +177,9 @@ fn run_with(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, 
         None => cmd.env_remove("PSTITCH_THREADS"),
     };
     if args.split_whitespace().any(|a| a == "--header" || a == "--header-only") {
-        pin_mtime(&case.join("perf.data"))?;
+        // A directory (perf record --threads): perf shows its data file's.
+        let data = case.join("perf.data");
+        pin_mtime(&if data.is_dir() { data.join("data") } else { data })?;
         cmd.env("TZ", "UTC");
     }
     let output = cmd

@@ -40,13 +40,50 @@ impl Threads {
     }
 }
 
+/// A regular file, mapped (or read, where it cannot be mapped).
+fn map_file(path: &Path, threads: Threads) -> perf_data::Result<perf_data::FileBytes> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    match mapping::MappedInput::new(&file, 0, threads == Threads::Parallel) {
+        Ok(m) => Ok(perf_data::FileBytes::Shared(std::sync::Arc::new(m))),
+        Err(_) => {
+            let mut v = Vec::new();
+            std::fs::File::open(path)?.read_to_end(&mut v)?;
+            Ok(perf_data::FileBytes::Owned(v))
+        }
+    }
+}
+
+/// A `perf record --threads` directory: its `data` file (header and first
+/// records), then its `data.N` files by number (perf takes them in
+/// directory order, which decides only between records of equal time).
+fn open_dir(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input> {
+    let data = map_file(&path.join("data"), threads)?;
+    let mut numbered: Vec<(u64, std::path::PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(n) = name.to_str().and_then(|n| n.strip_prefix("data.")).and_then(|n| n.parse().ok()) else { continue };
+        if entry.file_type()?.is_file() {
+            numbered.push((n, entry.path()));
+        }
+    }
+    numbered.sort();
+    let files = numbered.iter().map(|(_, p)| map_file(p, Threads::Single)).collect::<perf_data::Result<Vec<_>>>()?;
+    perf_data::Input::from_dir(data, files)
+}
+
 /// Opens an input: `-` is standard input; a regular file is mapped (with
-/// a pager thread ahead of the reading when `threads` allows); anything
-/// else is read as a stream.
+/// a pager thread ahead of the reading when `threads` allows); a directory
+/// is a `perf record --threads` recording; anything else is read as a
+/// stream.
 pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input> {
     use std::io::Read;
     if path == Path::new("-") {
         return perf_data::Input::from_reader(Box::new(std::io::stdin()));
+    }
+    if path.is_dir() {
+        return open_dir(path, threads);
     }
     let file = std::fs::File::open(path)?;
     if !file.metadata()?.is_file() {

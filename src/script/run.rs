@@ -186,7 +186,7 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
         match input.info.as_ref() {
             Some(info) => {
                 let pmus = header::Pmus::system();
-                for w in header::print_file_info(&mut text, source.mtime, &info.header, &features, &evlist, show_info, &pmus) {
+                for w in header::print_file_info(&mut text, source.mtime, &info.header, &features, &evlist, show_info, &pmus, input.is_dir()) {
                     messages.push(format!("pstitch: {name}: warning: {w}"));
                 }
             }
