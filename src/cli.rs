@@ -442,7 +442,14 @@ fn run_input(args: &ScriptArgs, config: ScriptConfig, path: &std::path::Path, na
     };
     // perf prints the input's mtime in --header (fstat of the open file;
     // stdin for "-").
-    let meta = if path == std::path::Path::new("-") { std::fs::metadata("/proc/self/fd/0") } else { std::fs::metadata(path) };
+    // Of a directory (perf record --threads), its data file's.
+    let meta = if path == std::path::Path::new("-") {
+        std::fs::metadata("/proc/self/fd/0")
+    } else if path.is_dir() {
+        std::fs::metadata(path.join("data"))
+    } else {
+        std::fs::metadata(path)
+    };
     let mtime = meta.ok().map(|m| {
         use std::os::unix::fs::MetadataExt;
         m.mtime()
