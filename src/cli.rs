@@ -247,7 +247,6 @@ fn config(args: &ScriptArgs) -> ScriptConfig {
         dsos: args.dsos.as_deref().map(script::parse_list),
         symbols: args.symbols.as_deref().map(script::parse_list),
         addr_range: args.addr_range,
-        ..Default::default()
     };
     let session = SessionOptions {
         no_merge_callchains: !args.merge_callchains,

@@ -501,7 +501,10 @@ mod tests {
     ];
     const USAGE: &[&str] = &["perf script [<options>]", "perf script [<options>] record <script> [<record-options>] <command>"];
 
-    fn run(args: &[&str]) -> Result<(Vec<(String, Value)>, Vec<String>), Stop> {
+    /// The options seen (name, value) and the words left over.
+    type Parsed = (Vec<(String, Value)>, Vec<String>);
+
+    fn run(args: &[&str]) -> Result<Parsed, Stop> {
         let p = Parser { options: OPTS, usage: USAGE };
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let mut seen = Vec::new();

@@ -49,6 +49,12 @@ impl Script {
             && attr.samples(perf_data::attr::sample_type::CALLCHAIN)
             && self.use_callchain;
         self.print_start(fields, &comm, s.pid, s.tid, s.cpu, s.time, rec.header.misc, rec.header.type_, unpadded);
+        self.record_text(cx, rec, trailer);
+    }
+
+    /// perf's `perf_event__fprintf`: `PERF_RECORD_<name>` and what the
+    /// record says, to the end of the line.
+    pub(super) fn record_text(&mut self, cx: &mut Context<'_>, rec: &perf_data::record::Record<'_>, trailer: usize) {
         self.buf.extend_from_slice(b"PERF_RECORD_");
         self.buf.extend_from_slice(kind::name(rec.header.type_).as_bytes());
         let out = &mut self.buf;

@@ -10,6 +10,7 @@
 //! ```
 
 mod callchain;
+mod dump;
 mod events;
 mod fields;
 mod format;
@@ -28,7 +29,7 @@ use perf_data::attr::{Attr, event_type, sample_type as st};
 use perf_data::evlist::Evlist;
 use perf_data::record::kind;
 use crate::error::{Error, Result};
-use crate::session::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
+use crate::session::{Callchain, Context, DeferredEvent, Event, RawEvent, SampleEvent, SideBand, Tool};
 use crate::engine::Threads;
 use crate::engine::printer::Printer;
 use crate::symbols::Symbolizer;
@@ -200,6 +201,11 @@ pub(crate) struct Script {
     nr_unordered: u64,
     /// `--switch-on`/`--switch-off` (perf's `evswitch`).
     evswitch: EvSwitch,
+    /// `-D`, `--dump-unsorted-raw-trace`: how the dump names the input
+    /// (`perf.data`, `pipe`).
+    pub dump: Option<String>,
+    /// `--dump-unsorted-raw-trace`: records are shown in file order.
+    pub dump_unordered: bool,
 }
 
 /// perf's `struct evswitch`: samples are shown from an occurrence of the
@@ -274,6 +280,8 @@ impl Script {
             last_timestamp: 0,
             nr_unordered: 0,
             evswitch: EvSwitch::default(),
+            dump: None,
+            dump_unordered: false,
         }
     }
 
@@ -732,6 +740,21 @@ impl Tool for Script {
             _ => return Ok(()),
         };
         self.print_side_band(cx, ev, pid, tid, time);
+        Ok(())
+    }
+
+    fn resolved(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) {
+        if !self.opts.debug_mode {
+            self.dump_resolved(cx.machine, ev);
+        }
+    }
+
+    fn dump(&mut self, cx: &mut Context<'_>, ev: &RawEvent<'_>) -> Result<()> {
+        if self.dump.is_some() {
+            self.endian = cx.endian;
+            self.dump_record(cx, ev);
+            self.maybe_flush()?;
+        }
         Ok(())
     }
 

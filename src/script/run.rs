@@ -173,7 +173,7 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
         switch_on,
         switch_off,
         stitch_lbr,
-        dump: _,
+        dump,
         per_event_dump: _,
         threads,
     } = config;
@@ -241,6 +241,11 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     }
     let mut script = KeepAtExit { value: Some(Script::new(output, symbolizer, out, threads)), exiting: source.process_exits };
     let pipe = input.pipe;
+    if dump != super::Dump::None {
+        // perf names a pipe's records `pipe`, whatever the input's name.
+        script.dump = Some(if pipe { "pipe".into() } else { name.to_string() });
+        script.dump_unordered = dump == super::Dump::Unsorted;
+    }
     if !pipe {
         if let Some(td) = features.get(feat::TRACING_DATA)
             && let Err(e) = script.load_tracing_data(td, false)

@@ -39,7 +39,7 @@ use perf_data::{RawRecord, RecordSource};
 
 pub use deferred::StitchStats;
 pub use filter::SampleFilter;
-pub use tool::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
+pub use tool::{Callchain, Context, DeferredEvent, Event, RawEvent, SampleEvent, SideBand, Tool};
 
 use deferred::{HeldSample, Stitcher};
 use ordered::{OrderedEvents, Queued, RecordBytes};
@@ -428,6 +428,10 @@ impl<'a> Session<'a> {
                 s.cpu = 0;
             }
         }
+        {
+            let mut cx = self.parts().0;
+            tool.dump(&mut cx, &RawEvent { offset, record, evsel: Some(evsel), id, sample: sample.as_deref() })?;
+        }
         let delivered = match (t, sample) {
             (kind::SAMPLE, Some(s)) => self.deliver_sample(tool, offset, evsel, record, s),
             (kind::CALLCHAIN_DEFERRED, _) => self.deliver_deferred(tool, offset, evsel, record, id, trailer),
@@ -633,6 +637,11 @@ impl<'a> Session<'a> {
         let e = self.endian;
         let at = Where(offset, inner);
         let body = bytes.get(HEADER_SIZE..(header.size as usize).min(bytes.len())).unwrap_or(&[]);
+        if !matches!(header.type_, kind::COMPRESSED | kind::COMPRESSED2) {
+            let record = Record { header, bytes: bytes.get(..header.size as usize).unwrap_or(bytes), endian: e };
+            let mut cx = self.parts().0;
+            tool.dump(&mut cx, &RawEvent { offset, record, evsel: None, id: SampleId { time: 0, cpu: 0, pid: 0, tid: 0, id: None, stream_id: 0 }, sample: None })?;
+        }
         match header.type_ {
             kind::FINISHED_ROUND if self.unordered => {
                 let mut cx = self.parts().0;
@@ -782,10 +791,12 @@ fn deliver_filtered(
         (t.comm(), t.pid)
     };
     let comm = held_comm.unwrap_or(&current);
+    let ev = SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie };
+    tool.resolved(&mut cx, &ev);
     if cx.filter.skip_thread(comm, pid, s.tid) {
         return Ok(());
     }
-    tool.sample(&mut cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie })
+    tool.sample(&mut cx, &ev)
 }
 
 /// The cookie of a sample whose user callchain was deferred: the event has

@@ -562,6 +562,7 @@ fn print_preamble(out: &mut Vec<u8>, mtime: Option<i64>, data_offset: u64, data_
 /// `perf_session__fprintf_info`. `mtime` is the input's modification time
 /// (seconds since the epoch). Returns warnings about features that could
 /// not be processed (they print nothing).
+#[allow(clippy::too_many_arguments)]
 pub fn print_file_info(
     out: &mut Vec<u8>,
     mtime: Option<i64>,
