@@ -150,7 +150,7 @@ fn man_pages_render_and_document_every_option() {
     let options: Vec<&str> = help
         .split_whitespace()
         .filter(|w| w.starts_with("--") && w.len() > 2)
-        .map(|w| w.trim_end_matches([',', '.', ':', ')']).split('=').next().unwrap().split('<').next().unwrap())
+        .map(|w| w.trim_end_matches([',', '.', ':', ')']).split(['=', '<', '[', '/']).next().unwrap())
         .collect();
     assert!(options.len() > 15);
     for o in options {
