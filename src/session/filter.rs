@@ -245,28 +245,53 @@ pub fn parse_time(s: &str, first: u64, last: u64) -> Result<Vec<TimeRange>, Stri
     Ok(out)
 }
 
-/// `10%/2` (the 2nd tenth), `0%-10%` (first tenth), comma-separated lists.
+/// perf's `perf_time__percent_parse_str`: `10%/2` (the 2nd tenth) and
+/// `0%-10%` (the first tenth), in comma-separated lists of one kind (a `/`
+/// anywhere makes every part a slice, else a `-` every part a range), or
+/// one `10%` alone (the first tenth, as `10%/1`). Ranges are rounded to
+/// the nanosecond, and end a nanosecond early unless they end at the last
+/// sample, as in perf.
 fn parse_percent(s: &str, first: u64, last: u64) -> Option<Vec<TimeRange>> {
-    let span = last.checked_sub(first)? as f64;
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        let pct = |x: &str| -> Option<f64> { x.trim().strip_suffix('%')?.parse::<f64>().ok().filter(|v| (0.0..=100.0).contains(v)) };
-        let (lo, hi) = if let Some((p, n)) = part.split_once('/') {
-            let p = pct(p)? / 100.0;
-            let n: f64 = n.trim().parse().ok().filter(|v: &f64| *v >= 1.0)?;
-            if p * n > 1.0 {
-                return None;
-            }
-            (p * (n - 1.0), p * n)
-        } else if let Some((a, b)) = part.split_once('-') {
-            (pct(a)? / 100.0, pct(b)? / 100.0)
-        } else {
-            return None;
-        };
-        let at = |f: f64| first + (span * f) as u64;
-        out.push(TimeRange { start: Some(at(lo)), end: Some(at(hi)) });
+    let total = last.checked_sub(first)?;
+    // perf's parse_percent: the number before the first '%' (what
+    // follows the '%' is not looked at), as a fraction.
+    let pct = |x: &str| -> Option<f64> { x.split_once('%')?.0.parse::<f64>().ok().map(|d| d / 100.0) };
+    let set = |lo: f64, hi: f64| {
+        let start = first.wrapping_add((lo * total as f64).round() as u64);
+        let mut end = first.wrapping_add((hi * total as f64).round() as u64);
+        if end > start && end != last {
+            end -= 1;
+        }
+        TimeRange { start: Some(start), end: Some(end) }
+    };
+    let slice = |part: &str| -> Option<TimeRange> {
+        let (p, n) = part.split_once('/')?;
+        let p = pct(p)?;
+        let n: i64 = n.parse().ok()?;
+        let (lo, hi) = (p * (n - 1) as f64, p * n as f64);
+        let ok = |v: f64| (0.0..=1.0).contains(&v);
+        (p > 0.0 && ok(lo) && ok(hi)).then(|| set(lo, hi))
+    };
+    let range = |part: &str| -> Option<TimeRange> {
+        let (a, b) = part.split_once('-')?;
+        let (lo, hi) = (pct(a)?, pct(b)?);
+        let ok = |v: f64| (0.0..=1.0).contains(&v);
+        (ok(lo) && ok(hi)).then(|| set(lo, hi))
+    };
+    let list = |each: &dyn Fn(&str) -> Option<TimeRange>| -> Option<Vec<TimeRange>> {
+        // A trailing comma ends the list; any other empty part is an error.
+        let s = s.strip_suffix(',').unwrap_or(s);
+        s.split(',').map(each).collect()
+    };
+    if s.contains('/') {
+        list(&slice)
+    } else if s.contains('-') {
+        list(&range)
+    } else if s.find('%') == Some(s.len() - 1) {
+        slice(&format!("{s}/1")).map(|r| vec![r])
+    } else {
+        None
     }
-    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
@@ -303,7 +328,14 @@ mod tests {
         assert!(parse_time("b,a", 0, 0).is_err());
         assert!(parse_time("2,1", 0, 0).is_err());
         let p = parse_time("10%/2", 0, 1000).unwrap();
-        assert_eq!(p[0], TimeRange { start: Some(100), end: Some(200) });
+        assert_eq!(p[0], TimeRange { start: Some(100), end: Some(199) });
+        // One percentage alone: the first slice of that size; up to the
+        // last sample, the end is not pulled in.
+        assert_eq!(parse_time("100%", 10, 1010).unwrap(), vec![TimeRange { start: Some(10), end: Some(1010) }]);
+        assert_eq!(parse_time("10%", 0, 1000).unwrap(), vec![TimeRange { start: Some(0), end: Some(99) }]);
+        assert!(parse_time("10%,20%", 0, 1000).is_err() && parse_time("200%", 0, 1000).is_err());
+        assert!(parse_time("5%/30", 0, 1000).is_err() && parse_time("10%/2,,20%/1", 0, 1000).is_err());
+        assert_eq!(parse_time("0%-5%,90%-100%,", 0, 1000).unwrap().len(), 2);
     }
 
     #[test]
