@@ -225,6 +225,7 @@ fn stats(name: &str, report: &Report) -> Vec<String> {
 /// The options as the library takes them.
 fn config(args: &ScriptArgs) -> ScriptConfig {
     let output = ScriptOptions {
+        per_event: script::PerEvent::All,
         fields: args.fields.clone(),
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,

@@ -46,6 +46,8 @@ pub const DEFAULT_MAX_STACK: usize = 127;
 /// Options that shape the output.
 #[derive(Debug, Clone)]
 pub struct ScriptOptions {
+    /// `--per-event-dump`: what this pass prints.
+    pub per_event: PerEvent,
     pub fields: OutputFields,
     pub nanosecs: bool,
     /// `-G` turns callchains off.
@@ -94,9 +96,24 @@ pub struct ScriptOptions {
     pub addr_range: i32,
 }
 
+/// `--per-event-dump`, done in passes over the input: which of the
+/// delivered events a pass prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PerEvent {
+    /// Everything (no `--per-event-dump`).
+    #[default]
+    All,
+    /// The samples of this event only (to its dump file).
+    Samples(usize),
+    /// Everything but the samples (perf prints the other records to
+    /// standard output), then `trailer` (perf's summary of the files).
+    Others { trailer: String },
+}
+
 impl Default for ScriptOptions {
     fn default() -> Self {
         ScriptOptions {
+            per_event: PerEvent::All,
             fields: OutputFields::default(),
             nanosecs: false,
             hide_call_graph: false,
@@ -206,6 +223,8 @@ pub(crate) struct Script {
     pub dump: Option<String>,
     /// `--dump-unsorted-raw-trace`: records are shown in file order.
     pub dump_unordered: bool,
+    /// Samples printed (perf's count for `--per-event-dump`).
+    pub samples_printed: u64,
 }
 
 /// perf's `struct evswitch`: samples are shown from an occurrence of the
@@ -282,6 +301,7 @@ impl Script {
             evswitch: EvSwitch::default(),
             dump: None,
             dump_unordered: false,
+            samples_printed: 0,
         }
     }
 
@@ -421,6 +441,7 @@ impl Script {
         if fields == 0 {
             return Ok(());
         }
+        self.samples_printed += 1;
         let ip_opts = self.ip_opts[ty];
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
         self.print_start(fields, ev.comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
@@ -686,6 +707,11 @@ impl Tool for Script {
 
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
+        match self.opts.per_event {
+            PerEvent::All => {}
+            PerEvent::Samples(i) if i == ev.evsel => {}
+            _ => return Ok(()),
+        }
         if self.opts.debug_mode {
             // perf's `-d`: check the order, print nothing.
             let t = ev.sample.time;
@@ -706,6 +732,9 @@ impl Tool for Script {
     }
 
     fn finish(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        if let PerEvent::Others { trailer } = &self.opts.per_event {
+            self.buf.extend_from_slice(trailer.as_bytes());
+        }
         if self.opts.debug_mode {
             self.said.push(format!("Misordered timestamps: {}", self.nr_unordered));
         }
@@ -719,6 +748,9 @@ impl Tool for Script {
 
     fn record(&mut self, cx: &mut Context<'_>, ev: &Event<'_>) -> Result<()> {
         self.endian = cx.endian;
+        if matches!(self.opts.per_event, PerEvent::Samples(_)) {
+            return Ok(());
+        }
         let o = &self.opts;
         // perf script's process_*_event: the thread of the sample_id (none
         // without sample_id_all), or the one the record names.
