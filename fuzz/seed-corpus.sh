@@ -17,6 +17,9 @@ if [ -x "$SWAP" ]; then
         "$SWAP" --decompress "$ROOT/tests/golden/$c/perf.data" "$FUZZ/corpus/script/seed-$c-be.data"
     done
 fi
+# The crafted recordings of tests/hostile.rs (made by its generators).
+PSTITCH_FUZZ_SEEDS="$FUZZ/corpus/script" cargo test --release --manifest-path "$ROOT/Cargo.toml" \
+    --test hostile write_fuzz_seeds -- --ignored --exact >/dev/null
 # Symbol names for the demangle target: a sample of the C++ conformance
 # cases (tests/demangle/), one name per file.
 mkdir -p "$FUZZ/corpus/demangle"

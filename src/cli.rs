@@ -249,12 +249,15 @@ fn config(args: &ScriptArgs) -> ScriptConfig {
         symbols: args.symbols.as_deref().map(script::parse_list),
         addr_range: args.addr_range,
     };
-    let session = SessionOptions {
+    let mut session = SessionOptions {
         no_merge_callchains: !args.merge_callchains,
         // perf turns time ordering off to show the rounds as they come.
         unordered: args.show_round_events || args.dump_unsorted_raw_trace,
         ..Default::default()
     };
+    if let Some(mib) = args.queue_limit {
+        session.limits.max_queued_bytes = usize::try_from(mib << 20).unwrap_or(usize::MAX);
+    }
     // (Checked while parsing.)
     let (symfs, symfs_flat) = match args.symfs.as_deref().map(script::parse_symfs) {
         Some(Ok((dir, flat))) => (Some(dir), flat),

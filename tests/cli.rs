@@ -308,3 +308,129 @@ fn per_event_dump_writes_a_file_per_event() {
     assert_eq!(std::fs::metadata(dir.join("perf.data.cpu-clock.dump")).unwrap().len(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `tests/golden/pipe`'s recording with a FINISHED_ROUND after every
+/// `every` records (a live recording has one per pass over the buffers),
+/// and the offsets where records end.
+fn pipe_with_rounds(every: usize) -> (Vec<u8>, Vec<usize>) {
+    let d = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/pipe/perf.data")).expect("pipe recording");
+    let (mut out, mut ends) = (d[..16].to_vec(), Vec::new());
+    let (mut pos, mut n) = (16, 0);
+    while pos + 8 <= d.len() {
+        let size = u16::from_le_bytes([d[pos + 6], d[pos + 7]]) as usize;
+        out.extend_from_slice(&d[pos..pos + size]);
+        pos += size;
+        n += 1;
+        if n % every == 0 {
+            Put(Endian::Little).header(&mut out, kind::FINISHED_ROUND, 0, 8);
+        }
+        ends.push(out.len());
+    }
+    (out, ends)
+}
+
+/// `perf record -o - | pstitch script`: while the writer pauses, what is
+/// ordered and final is printed, not held back until more comes; and the
+/// pauses change nothing in the output.
+#[test]
+fn a_pausing_pipe_shows_what_is_final() {
+    use std::io::{Read, Write};
+    let (data, ends) = pipe_with_rounds(16);
+    let args = ["script", "-i", "-", "--no-inline", "-F", "comm,pid,tid,time,event,ip,period"];
+    let path = std::env::temp_dir().join(format!("pstitch-pause-{}.data", std::process::id()));
+    std::fs::write(&path, &data).expect("write");
+    let whole = pstitch().args(["script", "-i"]).arg(&path).args(&args[3..]).output().expect("run");
+    std::fs::remove_file(&path).ok();
+    assert!(whole.status.success() && !whole.stdout.is_empty());
+
+    let mut child = pstitch().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    // Two thirds of the records, then a pause.
+    let half = ends[ends.len() * 2 / 3];
+    stdin.write_all(&data[..half]).expect("first part");
+    stdin.flush().expect("flush");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let during_pause = seen.lock().unwrap().len();
+    stdin.write_all(&data[half..]).expect("rest");
+    drop(stdin);
+    assert!(child.wait().expect("exit").success());
+    reader.join().unwrap();
+    assert!(during_pause > 0, "nothing was printed while the writer paused");
+    assert!(during_pause < whole.stdout.len(), "the queue's records wait for their round");
+    assert_eq!(String::from_utf8_lossy(&seen.lock().unwrap()), String::from_utf8_lossy(&whole.stdout));
+}
+
+/// A pipe-mode recording of `n` cpu-clock samples and no FINISHED_ROUND:
+/// everything waits in the ordering queue until the end.
+fn synthetic_pipe(n: usize) -> Vec<u8> {
+    let p = Put(Endian::Little);
+    let file = synthetic(0);
+    // The attr as the file-mode header holds it (its section's offset is
+    // at byte 24 of the header).
+    let at = u64::from_le_bytes(file[24..32].try_into().unwrap()) as usize;
+    let attr = &file[at..at + 128];
+    let mut data = pstitch::perf_data::writer::pipe_header(Endian::Little);
+    p.header(&mut data, kind::HEADER_ATTR, 0, (8 + attr.len() + 8) as u16);
+    data.extend_from_slice(attr);
+    p.u64(&mut data, 1);
+    for i in 0..n as u64 {
+        p.header(&mut data, kind::SAMPLE, 2, 40);
+        p.u64(&mut data, 0x400000 + i);
+        p.u32(&mut data, 7);
+        p.u32(&mut data, 7);
+        // Out of order in pairs, so that early delivery shows.
+        p.u64(&mut data, 1_000_000_000 + (i ^ 1) * 1000);
+        p.u64(&mut data, 1000);
+    }
+    data
+}
+
+/// The ordering queue is bounded (--queue-limit, in MiB): past it the
+/// older half goes out early and a warning says the order may differ;
+/// every sample is still printed.
+#[test]
+fn the_ordering_queue_limit_is_an_option_and_said() {
+    use std::io::Write;
+    let data = synthetic_pipe(60_000);
+    let run = |limit: Option<&str>| {
+        let mut cmd = pstitch();
+        cmd.args(["script", "-i", "-", "-F", "time,ip"]);
+        if let Some(l) = limit {
+            cmd.args(["--queue-limit", l]);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let d = data.clone();
+        let w = std::thread::spawn(move || stdin.write_all(&d));
+        let out = child.wait_with_output().unwrap();
+        w.join().unwrap().unwrap();
+        assert!(out.status.success());
+        (String::from_utf8_lossy(&out.stdout).lines().count(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (lines, err) = run(None);
+    assert_eq!(lines, 60_000);
+    assert!(!err.contains("waiting to be sorted"), "{err}");
+    let (lines, err) = run(Some("1"));
+    assert_eq!(lines, 60_000, "every sample printed");
+    assert!(err.contains("more than 1 MiB of records waiting to be sorted by time"), "{err}");
+    // (A usage error, with perf's status.)
+    let out = pstitch().args(["script", "--queue-limit", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(129));
+}

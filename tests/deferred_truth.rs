@@ -12,6 +12,8 @@
 //! - samples whose cookie has no deferred record in the file are unstitched,
 //!   and in the undisturbed variant (`deferred`) they are the only ones.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,28 +31,7 @@ fn golden() -> PathBuf {
 /// Samples of a `-F comm,pid,tid,[cpu,]time,event,ip,period --ns` output:
 /// (tid, ns time) -> callchain ips.
 fn parse_output(text: &str) -> Vec<(Key, Vec<u64>)> {
-    let mut out: Vec<(Key, Vec<u64>)> = Vec::new();
-    for line in text.lines() {
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(ip) = line.strip_prefix('\t') {
-            // Pipe-mode output adds the symbol name after the address.
-            let ip = u64::from_str_radix(ip.split_whitespace().next().unwrap_or(""), 16).expect("frame address");
-            out.last_mut().expect("frame after a sample").1.push(ip);
-            continue;
-        }
-        // Comms may contain spaces: the pid/tid word ends them.
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let pidtid = words
-            .iter()
-            .find(|w| w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok()))
-            .expect("pid/tid");
-        let tid: i64 = pidtid.rsplit('/').next().unwrap().parse().expect("tid");
-        let time = words.iter().find(|w| w.ends_with(':') && w.contains('.')).expect("time").trim_end_matches(':');
-        out.push(((tid, time.to_string()), Vec::new()));
-    }
-    out
+    common::printed_samples(text).into_iter().map(|(tid, time, ips)| ((tid, time), ips)).collect()
 }
 
 /// Reads the deferred perf.data: each sample's cookie, and the cookies that

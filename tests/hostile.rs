@@ -55,7 +55,22 @@ fn fixture(rel: &str) -> Vec<u8> {
 fn cases() -> Vec<Case> {
     let rustwork = fixture("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
     let deep = ["/tmp/pstitch-hostile/deep1024", "/tmp/pstitch-hostile/deep1025", "/tmp/pstitch-hostile/deep1100"];
+    let c_threads = fixture("tests/golden/c-threads/perf.data");
     vec![
+        // Issue 27: a BUILD_ID entry of zeros, and one of size 0, are no
+        // build-id (perf finds the file by its path).
+        Case {
+            name: "build-id-zeros",
+            perf_data: generate::undefined_build_id(&c_threads, "/tmp/pstitch-fixtures/bin/cwork", false),
+            symfs: vec![],
+            args: "",
+        },
+        Case {
+            name: "build-id-empty",
+            perf_data: generate::undefined_build_id(&c_threads, "/usr/lib/x86_64-linux-gnu/libc.so.6", true),
+            symfs: vec![],
+            args: "",
+        },
         // Item 1: `.debug_info` (zlib) claiming 3 GiB in a 1 MB file.
         Case {
             name: "compressed-claim-zlib",
@@ -163,6 +178,26 @@ fn write_cases() {
     }
 }
 
+/// Writes the crafted recordings of this file to `$PSTITCH_FUZZ_SEEDS/`
+/// for fuzz/seed-corpus.sh (small forms of each: libFuzzer reads at most
+/// its max_len of a seed).
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let dir = PathBuf::from(std::env::var("PSTITCH_FUZZ_SEEDS").expect("PSTITCH_FUZZ_SEEDS"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut seeds: Vec<(String, Vec<u8>)> = cases().into_iter().map(|c| (c.name.to_string(), c.perf_data)).collect();
+    seeds.push(("tracepoint-arrays".into(), tracepoint_bomb("4096")));
+    seeds.push(("compressed-chunks".into(), generate::compressed_chunks(3, 1 << 20, 256 << 10, 1 << 20)));
+    seeds.push(("compressed-chunk-over".into(), generate::compressed_chunks(1, 4 << 20, 4 << 20, 1 << 20)));
+    let mut kept = std::collections::HashSet::new();
+    for (name, bytes) in seeds {
+        if kept.insert(bytes.clone()) {
+            std::fs::write(dir.join(format!("hostile-{name}.data")), bytes).unwrap();
+        }
+    }
+}
+
 /// Runs pstitch in `dir` as perf-ref was run there; a run that does not end
 /// within two minutes has hung (the guard is against a hang, not a speed
 /// target: the cases take well under a second).
@@ -241,6 +276,12 @@ fn compressed_sections_claiming_gigabytes_read_as_binutils_reads_them() {
 }
 
 #[test]
+fn build_ids_of_zeros_or_no_bytes_are_no_build_ids() {
+    check_case("build-id-zeros");
+    check_case("build-id-empty");
+}
+
+#[test]
 fn inline_chains_stop_at_perfs_limit() {
     check_case("deep-inline");
 }
@@ -282,6 +323,30 @@ fn within_twice(crafted: &str, original: &str) {
     assert!(c <= 2 * o, "{crafted} peaked at {c} bytes, over twice the {o} of {original}");
 }
 
+/// A recording with a sample of each of two tracepoint events whose arrays
+/// claim `arg` bytes (a raw field, `__print_array`, `__print_hex`).
+fn tracepoint_bomb(arg: &str) -> Vec<u8> {
+    let claim: u64 = arg.parse().unwrap();
+    let common = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+    let raw = format!("name: big\nID: 1\nformat:\n{common}\tfield:char big[{claim}];\toffset:8;\tsize:{claim};\tsigned:0;\n\nprint fmt: \"x\", frob(REC->big)\n");
+    let args = "__print_array(REC->vals, CLAIM, 8), __print_hex(REC->vals, CLAIM), ".replace("CLAIM", arg).repeat(150);
+    let arr = format!(
+        "name: arr\nID: 2\nformat:\n{common}\tfield:unsigned long vals[2];\toffset:8;\tsize:16;\tsigned:0;\n\nprint fmt: \"{}\", {}\n",
+        "%s ".repeat(300),
+        args.trim_end_matches(", ")
+    );
+    let td = generate::tracing_data_with(&fixture("tests/golden/tp-kinds/perf.data"), [&raw, &arr]);
+    let records: Vec<(u64, Vec<u8>)> = [1u16, 2]
+        .iter()
+        .map(|&id| {
+            let mut r = vec![0x5au8; 4096];
+            r[0..2].copy_from_slice(&id.to_le_bytes());
+            (u64::from(id), r)
+        })
+        .collect();
+    generate::tracepoint_samples(td, &records)
+}
+
 /// One measured operation (in the child).
 fn operation(op: &str) {
     let (what, arg) = op.split_once(':').expect("what:arg");
@@ -298,34 +363,69 @@ fn operation(op: &str) {
         // Printing a record of each of two tracepoint events whose arrays
         // claim `arg` bytes (a raw field, `__print_array`, `__print_hex`).
         "tracepoint" => {
-            let claim: u64 = arg.parse().unwrap();
-            let common = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
-            let raw = format!("name: big\nID: 1\nformat:\n{common}\tfield:char big[{claim}];\toffset:8;\tsize:{claim};\tsigned:0;\n\nprint fmt: \"x\", frob(REC->big)\n");
-            let args = "__print_array(REC->vals, CLAIM, 8), __print_hex(REC->vals, CLAIM), ".replace("CLAIM", arg).repeat(150);
-            let arr = format!(
-                "name: arr\nID: 2\nformat:\n{common}\tfield:unsigned long vals[2];\toffset:8;\tsize:16;\tsigned:0;\n\nprint fmt: \"{}\", {}\n",
-                "%s ".repeat(300),
-                args.trim_end_matches(", ")
-            );
-            let td = generate::tracing_data_with(&fixture("tests/golden/tp-kinds/perf.data"), [&raw, &arr]);
-            let records: Vec<(u64, Vec<u8>)> = [1u16, 2]
-                .iter()
-                .map(|&id| {
-                    let mut r = vec![0x5au8; 4096];
-                    r[0..2].copy_from_slice(&id.to_le_bytes());
-                    (u64::from(id), r)
-                })
-                .collect();
-            let data = generate::tracepoint_samples(td, &records);
+            let data = tracepoint_bomb(arg);
             let input = pstitch::perf_data::Input::from_bytes(pstitch::perf_data::FileBytes::Owned(data)).expect("perf.data");
             let report = pstitch::script::run(input, pstitch::script::Source::named("tracepoint"), Default::default(), std::io::sink());
             assert_eq!(report.outcome, pstitch::script::Outcome::Printed, "{:?}", report.messages);
+        }
+        // Printing every sample of a compressed recording whose samples
+        // each wait in the queue while 64 MiB of records follow them, in
+        // chunks of `arg` MiB (decoded).
+        "chunks" => {
+            let mib: usize = arg.parse().unwrap();
+            let data = generate::compressed_chunks(4, 64 << 20, mib << 20, 256 << 20);
+            let input = pstitch::perf_data::Input::from_bytes(pstitch::perf_data::FileBytes::Owned(data)).expect("perf.data");
+            let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let report = pstitch::script::run(input, pstitch::script::Source::named("chunks"), Default::default(), SharedOut(out.clone()));
+            assert_eq!(report.outcome, pstitch::script::Outcome::Printed, "{:?}", report.messages);
+            let out = out.lock().unwrap();
+            assert_eq!(out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(), 4, "{}", String::from_utf8_lossy(&out));
         }
         "demangle" => {
             std::hint::black_box(pstitch::demangle(&generate::substitution_bomb(arg.parse().unwrap())));
         }
         _ => panic!("no operation {what}"),
     }
+}
+
+#[test]
+fn a_chunk_larger_than_the_recordings_buffer_is_an_error() {
+    // perf decodes a chunk into a buffer of HEADER_COMPRESSED's mmap_len:
+    // a chunk that decodes to more (64 MiB into 16 MiB) is damage.
+    let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id())).join("chunk-over-mmap-len");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("perf.data"), generate::compressed_chunks(1, 64 << 20, 64 << 20, 16 << 20)).unwrap();
+    let (out, err, code) = run_pstitch(&dir, "");
+    assert_ne!(code, Some(0), "{err}");
+    // The records decoded before the buffer ran over are kept.
+    assert_eq!(out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(), 1, "{}", String::from_utf8_lossy(&out));
+    assert!(err.contains("offset 0x") && err.contains("chunk decompresses to more than"), "{err}");
+    eprintln!("{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Output kept where the test can read it after `script::run` took the writer.
+struct SharedOut(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedOut {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn compressed_chunks_are_decoded_in_blocks_not_held_whole() {
+    // Each 64 MiB chunk keeps one sample queued to the end: holding the
+    // chunks whole would peak at 256 MiB. Decoded in blocks of a few MiB
+    // with the queued samples copied out, the peak is that of 1 MiB chunks
+    // plus a few blocks.
+    let (c, o) = (peak_of("chunks:64"), peak_of("chunks:1"));
+    eprintln!("peak: 64 MiB chunks: {c} bytes; 1 MiB chunks: {o} bytes");
+    assert!(c <= o + (16 << 20), "64 MiB chunks peaked at {c} bytes; 1 MiB chunks at {o}");
 }
 
 #[test]

@@ -7,10 +7,11 @@
 //! --ns`: each sample line gives the thread and the time, the lines under
 //! it the callchain's addresses.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use pstitch::Result;
-use pstitch::perf_data::Input;
 use pstitch::perf_data::sample::context;
 use pstitch::{Context, SampleEvent, Session, Tool};
 
@@ -56,32 +57,15 @@ fn shown_entries(chain: &[u64]) -> Vec<u64> {
 
 /// The samples of a perf-ref output made with the fields above.
 fn parse(text: &str) -> Vec<Shown> {
-    let mut out: Vec<Shown> = Vec::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        if let Some(frame) = line.strip_prefix('\t') {
-            // Pipe-mode output names the symbol after the address.
-            let ip = u64::from_str_radix(frame.split_whitespace().next().expect("address"), 16).expect("hex address");
-            out.last_mut().expect("a frame after its sample").2.push(ip);
-            continue;
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let tid_at = words
-            .iter()
-            .position(|w| w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok()))
-            .expect("pid/tid");
-        let tid = words[tid_at].rsplit('/').next().unwrap().parse().expect("tid");
-        let time_at = words.iter().position(|w| w.ends_with(':') && w.contains('.')).expect("time");
-        let (secs, ns) = words[time_at].trim_end_matches(':').split_once('.').expect("secs.ns");
-        let time = secs.parse::<u64>().expect("secs") * 1_000_000_000 + ns.parse::<u64>().expect("ns");
-        // Without a callchain the address follows the event name.
-        let ip = words.iter().skip_while(|w| !w.ends_with(':') || w.contains('.')).skip(1).find_map(|w| u64::from_str_radix(w, 16).ok());
-        out.push((tid, time, ip.into_iter().collect()));
-    }
-    out
+    let ns = |t: &str| {
+        let (secs, ns) = t.split_once('.').expect("secs.ns");
+        secs.parse::<u64>().expect("secs") * 1_000_000_000 + ns.parse::<u64>().expect("ns")
+    };
+    common::printed_samples(text).into_iter().map(|(tid, time, ips)| (tid as i32, ns(&time), ips)).collect()
 }
 
 fn run(perf_data: &Path) -> Vec<Shown> {
-    let mut input = Input::open(perf_data).expect("open");
+    let mut input = pstitch::open(perf_data, pstitch::Threads::Single).expect("open");
     let (evlist, features, _) = input.take_header();
     let pipe = input.pipe;
     let mut session = Session::new(input.records(), evlist, features, pipe, Default::default());

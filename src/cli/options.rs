@@ -89,6 +89,9 @@ pub type Handled = Result<(), String>;
 /// The command line (`usage`: the `Usage:` lines) and its options.
 pub struct Parser<'a> {
     pub options: &'a [Opt],
+    /// pstitch's own long options: parsed like the others, not in perf's
+    /// usage text or `--list-opts`.
+    pub own: &'a [Opt],
     pub usage: &'a [&'a str],
 }
 
@@ -204,7 +207,7 @@ impl<'a> Parser<'a> {
         let arg_end = arg.find('=').unwrap_or(arg.len());
         let mut abbrev: Option<(&Opt, Named)> = None;
         let mut ambiguous: Option<(&Opt, Named)> = None;
-        for o in self.options {
+        for o in self.options.iter().chain(self.own) {
             let name = o.long;
             let mut named = Named::Long;
             let rest = match arg.strip_prefix(name) {
@@ -505,7 +508,7 @@ mod tests {
     type Parsed = (Vec<(String, Value)>, Vec<String>);
 
     fn run(args: &[&str]) -> Result<Parsed, Stop> {
-        let p = Parser { options: OPTS, usage: USAGE };
+        let p = Parser { options: OPTS, own: &[], usage: USAGE };
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let mut seen = Vec::new();
         let rest = p.parse(&args, |o, v| {

@@ -26,6 +26,15 @@ pub const USAGE: &[&str] = &[
     "perf script [<options>] <top-script> [script-args]",
 ];
 
+/// pstitch's own options (not perf's: not in its usage text).
+pub static OWN_OPTIONS: &[Opt] = &[opt(
+    None,
+    "queue-limit",
+    Kind::UInteger,
+    Some("MIB"),
+    "Most MiB of copied records (pipe input, compressed chunks) waiting to be sorted by time (default 2048)",
+)];
+
 /// perf script 7.2's options, in its order.
 pub static OPTIONS: &[Opt] = &[
     opt(Some(b'D'), "dump-raw-trace", Kind::Boolean, None, "dump raw trace in ASCII"),
@@ -101,7 +110,7 @@ pub static OPTIONS: &[Opt] = &[
 
 /// The parser for `pstitch script`.
 pub fn parser() -> Parser<'static> {
-    Parser { options: OPTIONS, usage: USAGE }
+    Parser { options: OPTIONS, own: OWN_OPTIONS, usage: USAGE }
 }
 
 /// The options of `pstitch script`, as given.
@@ -141,6 +150,8 @@ pub struct ScriptArgs {
     pub show_bpf_events: bool,
     pub show_text_poke_events: bool,
     pub show_on_off_events: bool,
+    /// `--queue-limit MIB` (pstitch's own).
+    pub queue_limit: Option<u64>,
     pub switch_on: Option<String>,
     pub switch_off: Option<String>,
     pub show_kernel_path: bool,
@@ -198,6 +209,7 @@ impl Default for ScriptArgs {
             show_bpf_events: false,
             show_text_poke_events: false,
             show_on_off_events: false,
+            queue_limit: None,
             switch_on: None,
             switch_off: None,
             show_kernel_path: false,
@@ -369,6 +381,11 @@ fn apply(a: &mut ScriptArgs, o: &Opt, v: Value) -> Result<(), Refusal> {
         "switch-on" => a.switch_on = string(v),
         "switch-off" => a.switch_off = string(v),
         "show-on-off-events" => a.show_on_off_events = on,
+        "queue-limit" => match v {
+            Value::Int(n) if (1..=1 << 20).contains(&n) => a.queue_limit = Some(n as u64),
+            Value::Off => a.queue_limit = None,
+            _ => return Err(Refusal::Usage("  Error: option `queue-limit' expects a number of MiB from 1 to 1048576\n".into())),
+        },
         other => unreachable!("option --{other} is in the table but not handled"),
     }
     Ok(())

@@ -73,21 +73,44 @@ fn open_dir(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input
     perf_data::Input::from_dir(data, files)
 }
 
+/// A pipe (standard input, a FIFO): read, and asked whether a read would
+/// wait (the session writes out what is final then).
+struct Pipe<R> {
+    reader: R,
+    fd: std::os::fd::RawFd,
+}
+
+impl<R: std::io::Read> std::io::Read for Pipe<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.reader.read(buf)
+    }
+}
+
+impl<R: std::io::Read> perf_data::Stream for Pipe<R> {
+    fn ready(&self) -> bool {
+        sys::readable_now(self.fd)
+    }
+}
+
 /// Opens an input: `-` is standard input; a regular file is mapped (with
 /// a pager thread ahead of the reading when `threads` allows); a directory
 /// is a `perf record --threads` recording; anything else is read as a
 /// stream.
 pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input> {
     use std::io::Read;
+    use std::os::fd::AsRawFd;
     if path == Path::new("-") {
-        return perf_data::Input::from_reader(Box::new(std::io::stdin()));
+        let stdin = std::io::stdin();
+        let fd = stdin.as_raw_fd();
+        return perf_data::Input::from_stream(Box::new(Pipe { reader: stdin, fd }));
     }
     if path.is_dir() {
         return open_dir(path, threads);
     }
     let file = std::fs::File::open(path)?;
     if !file.metadata()?.is_file() {
-        return perf_data::Input::from_reader(Box::new(file));
+        let fd = file.as_raw_fd();
+        return perf_data::Input::from_stream(Box::new(Pipe { reader: file, fd }));
     }
     // The pager starts at the data section, which the header names; the
     // first pages are the header's anyway.

@@ -47,3 +47,13 @@ pub fn thread_cpu() -> std::time::Duration {
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
+
+/// Whether a read of `fd` would return at once (data, end of input or an
+/// error are there), asked without waiting.
+pub fn readable_now(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: poll reads and writes only the one pollfd it is given, and
+    // a timeout of 0 returns at once.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n != 0
+}

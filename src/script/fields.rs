@@ -91,7 +91,34 @@ pub const SUPPORTED: Field = f::COMM
     | f::MISC
     | f::DATA_PAGE_SIZE
     | f::CODE_PAGE_SIZE
-    | f::BPF_OUTPUT;
+    | f::BPF_OUTPUT
+    | PRINTED_EMPTY
+    | REFUSED_WITH_DATA;
+
+/// Fields that print nothing on samples of ordinary recordings (guest,
+/// branch-stack, hardware-tracing and synthesized data only): accepted, as
+/// perf accepts them, and refused by [`OutputFields::check_attr`] where a
+/// recording has the data they would print.
+const PRINTED_EMPTY: Field =
+    f::CALLINDENT | f::SYNTH | f::MACHINE_PID | f::VCPU | f::IPC | f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF;
+
+/// Fields perf refuses, with its messages, for recordings without their
+/// data; pstitch refuses them for recordings with it (it cannot print them
+/// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
+const REFUSED_WITH_DATA: Field = f::IREGS
+    | f::UREGS
+    | f::DATA_SRC
+    | f::CGROUP
+    | f::INS_LAT
+    | f::RETIRE_LAT
+    | f::BRSTACKINSN
+    | f::BRSTACKINSNLEN
+    | f::TOD;
+
+/// "pstitch does not support the '<name>' field" (for `detail`).
+fn unsupported(field: Field, detail: &str) -> FieldError {
+    FieldError(format!("pstitch does not support the '{}' field{detail}", field_name(field)))
+}
 
 pub fn field_name(field: Field) -> &'static str {
     ALL.iter().find(|(_, b)| *b == field).map(|(n, _)| *n).unwrap_or("")
@@ -150,7 +177,13 @@ pub struct OutputFields {
     pub types: [TypeFields; NR_TYPES],
     /// `flags` is not a field bit in perf either.
     pub print_flags: bool,
+    /// The branch-stack filters of all events ORed (perf's
+    /// `evlist__combined_branch_type`), for the `brstackinsn` check.
+    pub combined_branch_type: u64,
 }
+
+/// `PERF_SAMPLE_BRANCH_ANY`.
+const BRANCH_ANY: u64 = 1 << 3;
 
 impl Default for OutputFields {
     fn default() -> Self {
@@ -180,6 +213,7 @@ impl Default for OutputFields {
                 t(base | PERIOD, TRACE | BPF_OUTPUT),
             ],
             print_flags: false,
+            combined_branch_type: 0,
         }
     }
 }
@@ -272,7 +306,7 @@ impl OutputFields {
                 return Err(FieldError("Invalid field requested.".into()));
             };
             if change != Change::Remove && field & SUPPORTED == 0 {
-                return Err(FieldError(format!("pstitch does not support the '{name}' field")));
+                return Err(unsupported(field, ""));
             }
             match ty {
                 None => {
@@ -343,6 +377,9 @@ impl OutputFields {
         if has(f::DATA_SRC, self) {
             check(self, st::DATA_SRC, "DATA_SRC", f::DATA_SRC)?;
         }
+        if has(f::DATA_SRC, self) && attr.sample_type & st::DATA_SRC != 0 {
+            return Err(unsupported(f::DATA_SRC, " of recordings with data sources (perf record -d)"));
+        }
         if has(f::WEIGHT, self) {
             check(self, st::WEIGHT | st::WEIGHT_STRUCT, "WEIGHT", f::WEIGHT)?;
         }
@@ -364,6 +401,15 @@ impl OutputFields {
                     .into(),
             ));
         }
+        if has(f::BRSTACKINSN, self) || has(f::BRSTACKINSNLEN, self) {
+            // perf checks the branch filters of all events together.
+            if self.combined_branch_type & BRANCH_ANY == 0 {
+                return Err(FieldError(
+                    "Display of branch stack assembler requested, but non all-branch filter set\nHint: run 'perf record -b ...'".into(),
+                ));
+            }
+            return Err(unsupported(if has(f::BRSTACKINSN, self) { f::BRSTACKINSN } else { f::BRSTACKINSNLEN }, ""));
+        }
         if has(f::PID, self) || has(f::TID, self) {
             check(self, st::TID, "TID", f::TID | f::PID)?;
         }
@@ -373,6 +419,12 @@ impl OutputFields {
         if has(f::CPU, self) {
             check(self, st::CPU, "CPU", f::CPU)?;
         }
+        if has(f::IREGS, self) {
+            check(self, st::REGS_INTR, "IREGS", f::IREGS)?;
+        }
+        if has(f::UREGS, self) {
+            check(self, st::REGS_USER, "UREGS", f::UREGS)?;
+        }
         if has(f::PHYS_ADDR, self) {
             check(self, st::PHYS_ADDR, "PHYS_ADDR", f::PHYS_ADDR)?;
         }
@@ -381,6 +433,34 @@ impl OutputFields {
         }
         if has(f::CODE_PAGE_SIZE, self) {
             check(self, st::CODE_PAGE_SIZE, "CODE_PAGE_SIZE", f::CODE_PAGE_SIZE)?;
+        }
+        if has(f::INS_LAT, self) {
+            check(self, st::WEIGHT_STRUCT, "WEIGHT_STRUCT", f::INS_LAT)?;
+        }
+        if has(f::CGROUP, self) {
+            check(self, st::CGROUP, "CGROUP", f::CGROUP).map_err(|e| FieldError(format!("{}\nHint: run 'perf record --all-cgroups ...'", e.0)))?;
+        }
+        if has(f::RETIRE_LAT, self) {
+            check(self, st::WEIGHT_STRUCT, "WEIGHT_STRUCT", f::RETIRE_LAT)?;
+        }
+        // Past perf's checks: the fields whose data this recording has but
+        // pstitch cannot print yet.
+        let data = [
+            (f::IREGS, st::REGS_INTR),
+            (f::UREGS, st::REGS_USER),
+            (f::CGROUP, st::CGROUP),
+            (f::INS_LAT, st::WEIGHT_STRUCT),
+            (f::RETIRE_LAT, st::WEIGHT_STRUCT),
+            (f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF | f::IPC, st::BRANCH_STACK),
+        ];
+        for (fields, bits) in data {
+            let asked = self.types[ty].fields & fields;
+            if asked != 0 && attr.sample_type & bits != 0 {
+                return Err(unsupported(asked & asked.wrapping_neg(), " of this recording"));
+            }
+        }
+        if has(f::SYNTH | f::CALLINDENT, self) && ty == TYPE_SYNTH {
+            return Err(unsupported(f::SYNTH, " of synthesized events"));
         }
         Ok(())
     }
@@ -461,5 +541,29 @@ mod tests {
         o.parse("comm,cpu").unwrap();
         let e = o.check_attr(&attr, "cpu-clock", false).unwrap_err();
         assert!(e.0.contains("Cannot print 'cpu' field"), "{}", e.0);
+    }
+
+    #[test]
+    fn fields_without_their_data_are_refused_as_perf_refuses_them_and_with_it_by_pstitch() {
+        let plain = Attr { type_: 1, sample_type: st::IP | st::TID | st::TIME | st::PERIOD, ..Attr::default() };
+        let refuse = |fields: &str, attr: &Attr| {
+            let mut o = OutputFields::default();
+            o.parse(fields).unwrap();
+            o.check_attr(attr, "cpu-clock", false).map(|_| o.types[TYPE_SW].fields)
+        };
+        let e = refuse("comm,iregs", &plain).unwrap_err().0;
+        assert_eq!(e, "Samples for 'cpu-clock' event do not have IREGS attribute set. Cannot print 'iregs' field.");
+        let e = refuse("+cgroup", &plain).unwrap_err().0;
+        assert!(e.ends_with("Cannot print 'cgroup' field.\nHint: run 'perf record --all-cgroups ...'"), "{e}");
+        let e = refuse("+brstackinsn", &plain).unwrap_err().0;
+        assert!(e.starts_with("Display of branch stack assembler requested"), "{e}");
+        // Printed empty where the data cannot be: accepted.
+        let fields = refuse("comm,ip,brstack,ipc,callindent,vcpu", &plain).unwrap();
+        assert_ne!(fields & f::BRSTACK, 0);
+        // With the data: pstitch's own refusal, never a silent omission.
+        let regs = Attr { sample_type: plain.sample_type | st::REGS_INTR, ..plain.clone() };
+        assert!(refuse("comm,iregs", &regs).unwrap_err().0.starts_with("pstitch does not support the 'iregs' field"));
+        let branches = Attr { sample_type: plain.sample_type | st::BRANCH_STACK, ..plain.clone() };
+        assert!(refuse("comm,ip,ipc", &branches).unwrap_err().0.starts_with("pstitch does not support the 'ipc' field"));
     }
 }

@@ -351,7 +351,8 @@ impl Script {
 
     /// perf's `perf_session__check_output_opt`, for file mode: check each
     /// output type's fields against its first (non-dummy) event.
-    pub fn check_output(&mut self, evlist: &Evlist) -> std::result::Result<(), fields::FieldError> {
+    pub fn check_output(&mut self, evlist: &Evlist, has_clock_data: bool) -> std::result::Result<(), fields::FieldError> {
+        self.opts.fields.combined_branch_type = evlist.evsels.iter().fold(0, |b, e| b | e.attr.branch_sample_type);
         for ty in 0..fields::NR_TYPES {
             let first = evlist.evsels.iter().find(|e| !is_dummy(&e.attr) && output_type(&e.attr) == ty);
             let t = self.opts.fields.types[ty];
@@ -378,14 +379,23 @@ impl Script {
         if !self.opts.hide_call_graph && !evlist.is_empty() {
             self.use_callchain = evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN));
         }
-        // Tracepoints with callchains print symbols unless -F said otherwise.
+        let tod = self.opts.fields.types.iter().any(|t| t.fields & f::TOD != 0);
+        if tod && has_clock_data {
+            return Err(fields::FieldError("pstitch does not support the 'tod' field".into()));
+        }
+        // Tracepoints with callchains print symbols unless -F said otherwise
+        // (and perf skips its 'tod' check then).
         if self.use_callchain && !self.opts.fields.types[fields::TYPE_TRACE].user_set {
             let has = evlist.evsels.iter().any(|e| e.attr.type_ == event_type::TRACEPOINT && e.attr.samples(st::CALLCHAIN));
             if has {
                 let t = &mut self.opts.fields.types[fields::TYPE_TRACE];
                 t.fields |= f::IP | f::SYM | f::SYMOFFSET | f::DSO;
                 self.ip_opts[fields::TYPE_TRACE] = IpOpts::from_fields(t.fields);
+                return Ok(());
             }
+        }
+        if tod && !has_clock_data {
+            return Err(fields::FieldError("Can't provide 'tod' time, missing clock data. Please record with -k/--clockid option.".into()));
         }
         Ok(())
     }
@@ -459,6 +469,12 @@ impl Script {
                 self.buf.extend_from_slice(b": ");
             }
             self.heads.keep_tail(fields, s.period, evsel, &self.buf[from..]);
+        }
+        if self.opts.fields.print_flags {
+            // perf's `"  %-*s "` of the branch-flags string, at least 21
+            // wide: empty for samples of ordinary recordings (only hardware
+            // tracing sets sample flags).
+            self.buf.extend_from_slice(&[b' '; 24]);
         }
         if fields & f::TRACE != 0
             && let Some(raw) = s.raw {
@@ -579,6 +595,10 @@ impl Script {
             for _ in n..6 {
                 out.push(b' ');
             }
+        }
+        if fields & f::TOD != 0 {
+            // Only without clock data (see `check_output`).
+            out.extend_from_slice(b"disabled ");
         }
         if fields & f::TIME != 0 {
             let time = self.shown_time(time);
@@ -808,6 +828,7 @@ impl Tool for Script {
             return Ok(());
         }
         self.name_width = None;
+        self.opts.fields.combined_branch_type |= ev.attr.branch_sample_type;
         if ev.attr.sample_type != 0 {
             self.opts
                 .fields
@@ -836,6 +857,12 @@ impl Tool for Script {
     /// Pipe mode: perf prints the features as they arrive (with
     /// `--header` or `-I`).
     fn feature(&mut self, cx: &mut Context<'_>, bit: u64, payload: &[u8]) -> Result<()> {
+        // A pipe's clock data comes after the fields were checked: 'tod'
+        // prints "disabled" without it (as in perf) and cannot be printed
+        // with it yet.
+        if bit == u64::from(perf_data::features::feat::CLOCK_DATA) && self.opts.fields.types.iter().any(|t| t.fields & f::TOD != 0) {
+            return Err(Error::Options("pstitch does not support the 'tod' field".into()));
+        }
         let Some(stream) = self.features.as_mut() else { return Ok(()) };
         let mut text = Vec::new();
         if let Err(w) = stream.feature(&mut text, bit, payload, cx.endian, cx.evlist) {
@@ -845,6 +872,11 @@ impl Tool for Script {
             self.write_through(&text).map_err(Error::Output)?;
         }
         Ok(())
+    }
+
+    /// The input pauses: what was printed so far goes out.
+    fn idle(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        self.flush().map_err(Error::Output)
     }
 
     /// perf's `perf_event__process_tracing_data` (pipe mode).

@@ -317,7 +317,7 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
             messages.push(e);
             return Report::stop(Outcome::Failed, messages);
         }
-        if let Err(e) = script.check_output(&evlist) {
+        if let Err(e) = script.check_output(&evlist, features.get(feat::CLOCK_DATA).is_some()) {
             messages.push(e.0);
             return Report::stop(Outcome::Failed, messages);
         }

@@ -22,7 +22,6 @@ pub mod filter;
 mod ordered;
 mod tool;
 
-use std::rc::Rc;
 
 use crate::error::{Error, Result};
 use crate::machine::{Comm, Machine};
@@ -43,6 +42,14 @@ pub use tool::{Callchain, Context, DeferredEvent, Event, RawEvent, SampleEvent, 
 
 use deferred::{HeldSample, Stitcher};
 use ordered::{OrderedEvents, Queued, RecordBytes};
+
+/// The [`Context`] of a session `$s`, borrowing only the fields it names
+/// (so that others, such as the record source, stay free to borrow).
+macro_rules! context {
+    ($s:expr) => {
+        Context { evlist: &$s.evlist, features: &$s.features, pipe: $s.pipe, endian: $s.endian, machine: &mut $s.machine, filter: &$s.filter }
+    };
+}
 
 /// How many records after the queue [`Tool::lookahead`] may see.
 pub(crate) const UPCOMING_MAX: usize = 1 << 16;
@@ -256,20 +263,19 @@ impl<'a> Session<'a> {
 
     /// The context a tool sees, and the session's own delivery state.
     fn parts(&mut self) -> (Context<'_>, &mut Vec<u64>) {
-        let cx = Context {
-            evlist: &self.evlist,
-            features: &self.features,
-            pipe: self.pipe,
-            endian: self.endian,
-            machine: &mut self.machine,
-            filter: &self.filter,
-        };
-        (cx, &mut self.merged)
+        (context!(self), &mut self.merged)
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
         let mut records = 0u64;
-        while let Some(raw) = self.source.next_record()? {
+        loop {
+            // A pipe whose writer pauses: what was delivered is final
+            // (perf prints it too), the queue's order is not.
+            if self.source.would_wait() {
+                let mut cx = context!(self);
+                tool.idle(&mut cx)?;
+            }
+            let Some(raw) = self.source.next_record()? else { break };
             records += 1;
             if records.is_multiple_of(PROGRESS_EVERY) {
                 self.report(records, false);
@@ -580,14 +586,7 @@ impl<'a> Session<'a> {
     /// one pass over the file at most, however many flushes there are.
     fn lookahead(&mut self, tool: &mut dyn Tool, queue: &OrderedEvents<'_>) {
         let source = &self.source;
-        let mut cx = Context {
-            evlist: &self.evlist,
-            features: &self.features,
-            pipe: self.pipe,
-            endian: self.endian,
-            machine: &mut self.machine,
-            filter: &self.filter,
-        };
+        let mut cx = context!(self);
         let (evlist, endian) = (cx.evlist, cx.endian);
         let seen = &self.upcoming_seen;
         let upcoming = source.upcoming(seen.get()).take(UPCOMING_MAX).filter_map(|(after, bytes)| {
@@ -744,27 +743,33 @@ impl<'a> Session<'a> {
             let d = Decompressor::new(self.chunk_limit()).map_err(|e| Damaged::in_record(offset, header.type_, e.0))?;
             self.decompressor = Some(d);
         }
-        let Some(d) = self.decompressor.as_mut() else { return Ok(()) };
-        let out = d
-            .decompress(payload, self.endian)
-            .map_err(|e| Damaged::in_record(offset, header.type_, format!("zstd: {}", e.0)))?;
-        let shared: Rc<[u8]> = out.into();
-        let mut pos = 0usize;
-        while pos < shared.len() {
-            let h = RecordHeader::parse(&shared[pos..], self.endian)
-                .ok_or_else(|| Damaged::in_record(offset, header.type_, "decompressed record header truncated").decompressed_at(pos as u64))?;
-            perf_data::check_size(offset, &h).map_err(|e| e.decompressed_at(pos as u64))?;
-            let size = h.size as usize;
-            if pos + size > shared.len() {
-                return Err(Damaged::in_record(offset, h.type_, format!("record of {size} bytes runs past the end of the decompressed data"))
-                    .decompressed_at(pos as u64)
-                    .into());
+        let Some(mut d) = self.decompressor.take() else { return Ok(()) };
+        // Records come in blocks of a few MiB as they are decoded; those
+        // that wait in the queue are copied out of the block, so that a
+        // chunk decoding to hundreds of megabytes with one sample kept is
+        // never held whole (the queue accounts for the copies).
+        let endian = self.endian;
+        let decoded = d.decompress_blocks(payload, endian, |block, at| -> Result<()> {
+            let mut pos = 0usize;
+            while pos < block.len() {
+                let inner = at + pos as u64;
+                let h = RecordHeader::parse(&block[pos..], endian)
+                    .ok_or_else(|| Damaged::in_record(offset, header.type_, "decompressed record header truncated").decompressed_at(inner))?;
+                perf_data::check_size(offset, &h).map_err(|e| e.decompressed_at(inner))?;
+                let size = h.size as usize;
+                if pos + size > block.len() {
+                    return Err(Damaged::in_record(offset, h.type_, format!("record of {size} bytes runs past the end of the decompressed data"))
+                        .decompressed_at(inner)
+                        .into());
+                }
+                let bytes = RecordBytes::Owned(block[pos..pos + size].into());
+                self.process_record(tool, offset, h, bytes, Some(inner))?;
+                pos += size;
             }
-            let bytes = RecordBytes::Shared(shared.clone(), pos as u32, size as u32);
-            self.process_record(tool, offset, h, bytes, Some(pos as u64))?;
-            pos += size;
-        }
-        Ok(())
+            Ok(())
+        });
+        self.decompressor = Some(d);
+        decoded.map_err(|e| Damaged::in_record(offset, header.type_, format!("zstd: {}", e.0)))?
     }
 }
 

@@ -17,15 +17,13 @@
 //! delivers them at once).
 
 use std::ops::Deref;
-use std::rc::Rc;
 
 /// Record bytes held by the queue: borrowed from the mapped file, or owned
-/// (pipe input, decompressed chunks shared by the records cut from them).
+/// (pipe input, records decoded from compressed chunks).
 #[derive(Debug, Clone)]
 pub enum RecordBytes<'a> {
     Borrowed(&'a [u8]),
     Owned(Box<[u8]>),
-    Shared(Rc<[u8]>, u32, u32),
 }
 
 impl Deref for RecordBytes<'_> {
@@ -35,7 +33,6 @@ impl Deref for RecordBytes<'_> {
         match self {
             RecordBytes::Borrowed(b) => b,
             RecordBytes::Owned(b) => b,
-            RecordBytes::Shared(rc, start, len) => &rc[*start as usize..(*start + *len) as usize],
         }
     }
 }
@@ -46,7 +43,6 @@ impl RecordBytes<'_> {
         match self {
             RecordBytes::Borrowed(_) => 0,
             RecordBytes::Owned(b) => b.len(),
-            RecordBytes::Shared(_, _, len) => *len as usize,
         }
     }
 }

@@ -195,6 +195,12 @@ pub trait Tool {
         Ok(())
     }
 
+    /// The input has nothing more right now (a pipe whose writer pauses):
+    /// what the tool has made of the events so far may go out.
+    fn idle(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        Ok(())
+    }
+
     /// The records about to be delivered (queued, not yet in order; then,
     /// for input in memory, up to 65,536 records after
     /// them not shown before), as (event index, record bytes): a tool may

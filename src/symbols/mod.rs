@@ -288,7 +288,7 @@ impl Symbolizer {
     /// The BUILD_ID table of the input (file mode: a feature section; pipe
     /// mode: HEADER_BUILD_ID records).
     pub fn set_build_ids(&mut self, entries: Vec<BuildIdEntry>) {
-        for e in entries {
+        for e in entries.into_iter().filter(|e| perf_data::features::build_id_is_defined(&e.build_id)) {
             self.build_ids.insert(e.filename, e.build_id);
         }
     }

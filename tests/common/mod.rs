@@ -9,14 +9,15 @@ use pstitch::{Limits, SessionOptions, SymbolConfig, Threads};
 /// Bounds small enough for a test, large enough for the recordings.
 pub const LIMITS: Limits = Limits { max_chunk_output: 8 << 20, max_queued_bytes: 64 << 20 };
 
-/// Options that read nothing outside the input.
+/// Options that read nothing outside the input, in the threads mode the
+/// environment asks for (`PSTITCH_THREADS=1`: single-threaded).
 pub fn offline(output: ScriptOptions, session: SessionOptions) -> ScriptConfig {
     let symbols = SymbolConfig {
         symfs: Some("/nonexistent/pstitch-symfs".into()),
         kallsyms: Some("/nonexistent/pstitch-kallsyms".into()),
         ..SymbolConfig::perf()
     };
-    ScriptConfig { output, session: SessionOptions { limits: LIMITS, ..session }, symbols, ..Default::default() }
+    ScriptConfig { output, session: SessionOptions { limits: LIMITS, ..session }, symbols, threads: Threads::from_env(), ..Default::default() }
 }
 
 /// Runs `config` on `data`, read from memory or (`stream`) as a stream;
@@ -37,9 +38,10 @@ pub fn run(data: &[u8], stream: bool, config: ScriptConfig) -> Report {
     }
 }
 
-/// One run of the whole pipeline on `data`: the last byte picks some
-/// options so that more printing paths are covered, and pipe-mode data
-/// also goes through the streaming reader. The worst outcome.
+/// Runs of the whole pipeline on `data`, threaded and single-threaded: the
+/// last byte picks some options so that more printing paths are covered,
+/// and pipe-mode data also goes through the streaming reader. The worst
+/// outcome.
 pub fn script_bytes(data: &[u8]) -> Outcome {
     let pick = data.last().copied().unwrap_or(0);
     let output = ScriptOptions {
@@ -50,14 +52,46 @@ pub fn script_bytes(data: &[u8]) -> Outcome {
         ..Default::default()
     };
     let session = SessionOptions { no_merge_callchains: pick & 4 != 0, ..Default::default() };
-    let threads = if pick & 32 != 0 { Threads::Single } else { Threads::Parallel };
-    let config = || ScriptConfig { threads, ..offline(output.clone(), session.clone()) };
-    let mut outcome = run(data, false, config()).outcome;
-    if pstitch::perf_data::header::is_pipe_header(data).is_some() {
-        let streamed = run(data, true, config()).outcome;
-        if streamed != Outcome::Printed {
-            outcome = streamed;
+    let mut outcome = Outcome::Printed;
+    for threads in [Threads::Parallel, Threads::Single] {
+        let config = || ScriptConfig { threads, ..offline(output.clone(), session.clone()) };
+        let mut runs = vec![run(data, false, config()).outcome];
+        if pstitch::perf_data::header::is_pipe_header(data).is_some() {
+            runs.push(run(data, true, config()).outcome);
+        }
+        for o in runs {
+            if o != Outcome::Printed {
+                outcome = o;
+            }
         }
     }
     outcome
+}
+
+/// The samples of a perf script output made with `-F
+/// comm,pid,tid[,cpu],time,event,ip,...`: (tid, time as printed, the
+/// addresses of the callchain lines, or the sample line's own address when
+/// there is no callchain).
+pub fn printed_samples(text: &str) -> Vec<(i64, String, Vec<u64>)> {
+    let mut out: Vec<(i64, String, Vec<u64>)> = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(frame) = line.strip_prefix('\t') {
+            // Pipe-mode output names the symbol after the address.
+            let ip = u64::from_str_radix(frame.split_whitespace().next().expect("address"), 16).expect("hex address");
+            out.last_mut().expect("a frame after its sample").2.push(ip);
+            continue;
+        }
+        // Comms may contain spaces: the pid/tid word ends them.
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let pidtid = words
+            .iter()
+            .find(|w| w.split_once('/').is_some_and(|(a, b)| a.parse::<i64>().is_ok() && b.parse::<i64>().is_ok()))
+            .expect("pid/tid");
+        let tid = pidtid.rsplit('/').next().unwrap().parse().expect("tid");
+        let time = words.iter().find(|w| w.ends_with(':') && w.contains('.')).expect("time").trim_end_matches(':');
+        // Without a callchain the address follows the event name.
+        let ip = words.iter().skip_while(|w| !w.ends_with(':') || w.contains('.')).skip(1).find_map(|w| u64::from_str_radix(w, 16).ok());
+        out.push((tid, time.to_string(), ip.into_iter().collect()));
+    }
+    out
 }

@@ -427,3 +427,120 @@ pub fn substitution_bomb(levels: u32) -> String {
     }
     format!("_Z1f1pIiiE{t}")
 }
+
+/// Bytes of one filler record of [`compressed_chunks`]: the largest size a
+/// record header can state, rounded down to 8.
+const FILLER: usize = 65528;
+
+/// A `perf record -z` style file: `samples` samples, each followed by
+/// `filler_per_sample` bytes of user records of an unknown type (skipped
+/// with one warning), all in COMPRESSED2 records of one zstd stream flushed
+/// every `chunk_bytes` of records (at a record boundary), as perf writes a
+/// chunk per ring-buffer read. HEADER_COMPRESSED claims a buffer of
+/// `mmap_len` bytes: perf allows chunks of up to that size. No FINISHED_ROUND: every
+/// sample stays queued to the end.
+pub fn compressed_chunks(samples: usize, filler_per_sample: usize, chunk_bytes: usize, mmap_len: u32) -> Vec<u8> {
+    let mut attr = Vec::new();
+    LE.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
+    LE.u32(&mut attr, 128);
+    LE.u64(&mut attr, 0); // cpu-clock
+    LE.u64(&mut attr, 1000);
+    LE.u64(&mut attr, st::IP | st::TID | st::TIME | st::PERIOD);
+    attr.resize(128, 0);
+    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    // Made as they are compressed: the records themselves would take
+    // hundreds of megabytes.
+    let records = (0..samples as u64).flat_map(|n| {
+        let mut r = Vec::new();
+        LE.header(&mut r, kind::SAMPLE, 2, 40);
+        LE.u64(&mut r, MAP_BASE + n);
+        LE.u32(&mut r, PID);
+        LE.u32(&mut r, PID);
+        LE.u64(&mut r, 1_000_000_000 + n * 1000);
+        LE.u64(&mut r, 1000);
+        std::iter::once(r).chain((0..filler_per_sample / FILLER).map(|_| {
+            let mut f = Vec::with_capacity(FILLER);
+            LE.header(&mut f, 120, 0, FILLER as u16);
+            f.resize(FILLER, 0);
+            f
+        }))
+    });
+    use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+    let mut encoder = zstd::stream::raw::Encoder::new(1).expect("zstd encoder");
+    let mut buf = vec![0u8; 1 << 16];
+    let mut data = Vec::new();
+    // The compressed bytes of the chunk being made, and its decoded size.
+    let mut payload = Vec::new();
+    let mut in_chunk = 0usize;
+    let end_chunk = |payload: &mut Vec<u8>, data: &mut Vec<u8>, encoder: &mut zstd::stream::raw::Encoder, buf: &mut [u8]| {
+        loop {
+            let mut out = OutBuffer::around(&mut buf[..]);
+            let left = encoder.flush(&mut out).expect("zstd flush");
+            payload.extend_from_slice(out.as_slice());
+            if left == 0 {
+                break;
+            }
+        }
+        let size = 16 + payload.len().next_multiple_of(8);
+        assert!(size <= 0xffff, "a chunk compressed to {size} bytes: make chunks smaller");
+        LE.header(data, kind::COMPRESSED2, 0, size as u16);
+        LE.u64(data, payload.len() as u64);
+        data.append(payload);
+        pad8(data);
+    };
+    for r in records {
+        if in_chunk > 0 && in_chunk + r.len() > chunk_bytes {
+            end_chunk(&mut payload, &mut data, &mut encoder, &mut buf);
+            in_chunk = 0;
+        }
+        in_chunk += r.len();
+        let mut input = InBuffer::around(&r[..]);
+        while input.pos() < r.len() {
+            let mut out = OutBuffer::around(&mut buf[..]);
+            encoder.run(&mut input, &mut out).expect("zstd");
+            payload.extend_from_slice(out.as_slice());
+        }
+    }
+    end_chunk(&mut payload, &mut data, &mut encoder, &mut buf);
+    // HEADER_COMPRESSED (feature bit 27): version, type (1: zstd), level,
+    // ratio, mmap_len.
+    let mut feature = Vec::new();
+    for v in [2u32, 1, 1, 100, mmap_len] {
+        LE.u32(&mut feature, v);
+    }
+    FileWriter { endian: Endian::Little, attrs: vec![AttrEntry { raw: attr, ids: vec![1] }], data, features: vec![(27, feature)] }.to_bytes()
+}
+
+/// A copy of the file-mode recording `data` whose HEADER_BUILD_ID entry for
+/// the file named `name` says its build-id is all zeros (`empty`: of size
+/// 0, with PERF_RECORD_MISC_BUILD_ID_SIZE set), as a recorder that could
+/// not read one writes it.
+pub fn undefined_build_id(data: &[u8], name: &str, empty: bool) -> Vec<u8> {
+    let mut d = data.to_vec();
+    let u64_at = |d: &[u8], at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
+    // perf_file_header: magic, size, attr_size, attrs, data, event_types
+    // (offset and size each), then the feature bitmap.
+    let sections = (u64_at(&d, 40) + u64_at(&d, 48)) as usize;
+    let features: Vec<u32> = (0..256).filter(|&b| u64_at(&d, 72 + (b / 64) as usize * 8) >> (b % 64) & 1 == 1).collect();
+    // HEADER_BUILD_ID is feature bit 2: its section is the index of bit 2
+    // among the bits set.
+    let index = features.iter().position(|&b| b == 2).expect("a BUILD_ID table");
+    let (start, size) = (u64_at(&d, sections + 16 * index) as usize, u64_at(&d, sections + 16 * index + 8) as usize);
+    let mut at = start;
+    while at < start + size {
+        let rec = u16::from_le_bytes([d[at + 6], d[at + 7]]) as usize;
+        // header, pid, build_id[20], size (u8) and padding, filename
+        let named = d[at + 36..at + rec].split(|&b| b == 0).next() == Some(name.as_bytes());
+        if named {
+            d[at + 12..at + 32].fill(0);
+            if empty {
+                d[at + 32] = 0;
+                let misc = u16::from_le_bytes([d[at + 4], d[at + 5]]) | 0x8000;
+                d[at + 4..at + 6].copy_from_slice(&misc.to_le_bytes());
+            }
+            return d;
+        }
+        at += rec;
+    }
+    panic!("no BUILD_ID entry for {name}");
+}

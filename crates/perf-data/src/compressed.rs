@@ -29,6 +29,10 @@ pub fn payload(rec_type: u32, body: &[u8], endian: Endian) -> Option<&[u8]> {
     }
 }
 
+/// About how much decoded data [`Decompressor::decompress_blocks`] hands
+/// out at a time.
+pub const BLOCK: usize = 4 << 20;
+
 /// Stream state across the compressed chunks of one input.
 pub struct Decompressor {
     decoder: Decoder<'static>,
@@ -56,33 +60,66 @@ impl Decompressor {
         })
     }
 
-    /// Decodes one chunk and returns the whole records now available (any
-    /// partial record at the end is kept for the next chunk).
-    pub fn decompress(&mut self, data: &[u8], endian: Endian) -> Result<Vec<u8>, DecompressError> {
+    /// Decodes one chunk and hands the whole records it holds to `emit`,
+    /// in blocks of about [`BLOCK`] bytes as they are decoded (with their
+    /// offset in the chunk's decoded data), so that a chunk that decodes to
+    /// hundreds of megabytes never is in memory at once. A partial record
+    /// at the end is kept for the next chunk. `Ok(Err(e))`: `emit` failed.
+    pub fn decompress_blocks<E>(
+        &mut self,
+        data: &[u8],
+        endian: Endian,
+        mut emit: impl FnMut(&[u8], u64) -> Result<(), E>,
+    ) -> Result<Result<(), E>, DecompressError> {
         let mut out = std::mem::take(&mut self.carry);
         let mut input = InBuffer::around(data);
         let mut buf = vec![0u8; 256 * 1024];
+        // Bytes of this chunk's output handed out or held so far.
+        let mut total = out.len();
+        let mut emitted = 0u64;
         loop {
             let before = input.pos();
             let mut output = OutBuffer::around(&mut buf[..]);
             self.decoder.run(&mut input, &mut output).map_err(|e| DecompressError(e.to_string()))?;
             let n = output.pos();
-            if out.len() + n > self.max_chunk_output {
+            total += n;
+            if total > self.max_chunk_output {
                 return Err(DecompressError(format!(
                     "chunk decompresses to more than {} bytes (the most perf allows for this file)",
                     self.max_chunk_output
                 )));
             }
             out.extend_from_slice(&buf[..n]);
+            let done = (input.pos() == data.len() && n < buf.len()) || (n == 0 && input.pos() == before);
+            if out.len() >= BLOCK || done {
+                let whole = whole_records_len(&out, endian);
+                if whole > 0 {
+                    if let Err(e) = emit(&out[..whole], emitted) {
+                        return Ok(Err(e));
+                    }
+                    emitted += whole as u64;
+                    out.drain(..whole);
+                }
+            }
             // Done when all input is consumed and the decoder has nothing
             // more to flush (it filled less than the whole buffer), or when
             // it makes no progress at all.
-            if (input.pos() == data.len() && n < buf.len()) || (n == 0 && input.pos() == before) {
+            if done {
                 break;
             }
         }
-        let whole = whole_records_len(&out, endian);
-        self.carry = out.split_off(whole);
+        self.carry = out;
+        Ok(Ok(()))
+    }
+
+    /// Decodes one chunk and returns the whole records now available (any
+    /// partial record at the end is kept for the next chunk).
+    pub fn decompress(&mut self, data: &[u8], endian: Endian) -> Result<Vec<u8>, DecompressError> {
+        let mut out = Vec::new();
+        let Ok(()) = self.decompress_blocks(data, endian, |block, _| -> Result<(), std::convert::Infallible> {
+            out.extend_from_slice(block);
+            Ok(())
+        })?;
         Ok(out)
     }
 
@@ -148,6 +185,32 @@ mod tests {
         assert!(a.len() <= cut && a.len().is_multiple_of(8));
         let b = d.decompress(&chunks[1], Endian::Little).unwrap();
         assert_eq!([a, b].concat(), plain);
+        assert_eq!(d.leftover(), 0);
+    }
+
+    #[test]
+    fn a_large_chunk_comes_in_blocks_of_whole_records_with_their_offsets() {
+        let mut plain = Vec::new();
+        for i in 0..40_000u32 {
+            plain.extend(record(9 + i % 3, (i % 200) as u16));
+        }
+        assert!(plain.len() > 3 * BLOCK);
+        let packed = zstd::bulk::compress(&plain, 1).unwrap();
+        let mut d = Decompressor::new(64 << 20).unwrap();
+        let mut got = Vec::new();
+        let mut blocks = 0;
+        let Ok(()) = d
+            .decompress_blocks(&packed, Endian::Little, |block, at| -> Result<(), std::convert::Infallible> {
+                assert_eq!(at as usize, got.len());
+                assert_eq!(whole_records_len(block, Endian::Little), block.len());
+                assert!(block.len() < BLOCK + (256 << 10));
+                got.extend_from_slice(block);
+                blocks += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert!(blocks > 3);
+        assert_eq!(got, plain);
         assert_eq!(d.leftover(), 0);
     }
 

@@ -82,6 +82,13 @@ pub struct BuildIdEntry {
     pub filename: Vec<u8>,
 }
 
+/// perf's `build_id__is_defined`: a build-id of no bytes, or of zeros only
+/// (a recorder that could not read one), is no build-id: the file is then
+/// found by its path, never rejected for not matching it.
+pub fn build_id_is_defined(build_id: &[u8]) -> bool {
+    build_id.iter().any(|&b| b != 0)
+}
+
 /// All feature payloads of a file, kept as raw bytes (so `--header` can
 /// print them) with decoders for the ones pstitch uses.
 #[derive(Debug, Clone, Default)]

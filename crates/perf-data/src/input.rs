@@ -9,7 +9,7 @@ use crate::bytes::Endian;
 use crate::evlist::Evlist;
 use crate::features::Features;
 use crate::header::{self, FILE_HEADER_SIZE, PIPE_HEADER_SIZE};
-use crate::{Error, FileBytes, FileInfo, RecordSource, Result, Source};
+use crate::{Error, FileBytes, FileInfo, RecordSource, Result, Source, Stream};
 
 /// An opened input, before reading records.
 pub struct Input {
@@ -18,7 +18,7 @@ pub struct Input {
     /// and the first records are in its `data` file, `bytes`).
     dir_files: Vec<FileBytes>,
     dir: bool,
-    stdin: Option<Box<dyn Read>>,
+    stdin: Option<Box<dyn Stream>>,
     pub pipe: bool,
     pub endian: Endian,
     pub info: Option<FileInfo>,
@@ -56,7 +56,13 @@ impl Input {
 
     /// A stream: pipe mode, or a file-mode perf.data that arrives on a pipe
     /// (read whole, then treated as a file).
-    pub fn from_reader(mut r: Box<dyn Read>) -> Result<Input> {
+    pub fn from_reader(r: Box<dyn Read>) -> Result<Input> {
+        Input::from_stream(Box::new(crate::Plain(r)))
+    }
+
+    /// A stream that can tell whether a read would wait (see
+    /// [`RecordSource::would_wait`]).
+    pub fn from_stream(mut r: Box<dyn Stream>) -> Result<Input> {
         let mut head = [0u8; PIPE_HEADER_SIZE];
         let mut got = 0;
         while got < head.len() {
@@ -118,7 +124,7 @@ impl Input {
     pub fn records(&mut self) -> RecordSource<'_> {
         let endian = self.endian;
         if let Some(r) = self.stdin.take() {
-            return RecordSource::from_reader(r, PIPE_HEADER_SIZE as u64, endian);
+            return RecordSource::from_stream(r, PIPE_HEADER_SIZE as u64, endian);
         }
         let Some(bytes) = self.bytes.as_ref() else { return RecordSource::from_slice(&[], 0, 0, endian) };
         let (pos, end, missing) = match &self.info {

@@ -68,7 +68,8 @@ use record::{HEADER_SIZE, RecordHeader, kind};
 /// One record as read from the input: its bytes (header included) and where
 /// it started. Records of type HEADER_TRACING_DATA and AUXTRACE are followed
 /// in the stream by a payload that is not counted in `header.size`; it is
-/// included in `bytes`.
+/// included in `bytes`, except an AUXTRACE record's read from a stream
+/// (hardware trace data, read past without being kept).
 #[derive(Debug, Clone)]
 pub struct RawRecord<'a> {
     pub offset: u64,
@@ -169,6 +170,34 @@ impl std::fmt::Debug for FileBytes {
     }
 }
 
+/// The most bytes of payload after a record (tracing data) a stream's
+/// reader keeps in memory.
+const MAX_STREAMED_PAYLOAD: usize = 256 << 20;
+
+/// A stream's buffer.
+const STREAM_BUFFER: usize = 64 << 10;
+
+/// An input read as a stream (a pipe), which may also tell whether a read
+/// would return at once.
+pub trait Stream: Read {
+    /// Whether a read would return at once (with data, or at the end of
+    /// the input); `true` where the stream cannot tell.
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
+/// A reader that cannot tell.
+struct Plain<'a>(Box<dyn Read + 'a>);
+
+impl Read for Plain<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Stream for Plain<'_> {}
+
 /// How often a [`Backing`] hears where the reading is, in bytes.
 const TELL_EVERY: usize = 64 << 10;
 
@@ -184,8 +213,9 @@ enum Source<'a> {
     /// reading position when it passes `tell_at` (every [`TELL_EVERY`]
     /// bytes).
     Slice { data: &'a [u8], backing: Option<&'a dyn Backing>, pos: usize, end: usize, endian: Endian, missing: u64, tell_at: usize },
-    /// A pipe or other non-seekable input.
-    Stream { reader: Box<dyn Read + 'a>, pos: u64, endian: Endian },
+    /// A pipe or other non-seekable input, read through a buffer of its
+    /// own (so that an empty buffer says when the next read may wait).
+    Stream { reader: std::io::BufReader<Box<dyn Stream + 'a>>, pos: u64, endian: Endian },
     /// A `perf record --threads` directory: the data section of its `data`
     /// file, then each `data.N` file, read in turns of [`DIR_TURN`] bytes
     /// (perf's `__perf_session__process_dir_events`). Offsets are within
@@ -213,7 +243,23 @@ impl<'a> RecordSource<'a> {
     /// The records a stream holds from its current position on, which is
     /// input offset `pos`.
     pub fn from_reader(reader: Box<dyn Read + 'a>, pos: u64, endian: Endian) -> RecordSource<'a> {
-        RecordSource { inner: Source::Stream { reader, pos, endian } }
+        RecordSource::from_stream(Box::new(Plain(reader)), pos, endian)
+    }
+
+    /// [`RecordSource::from_reader`] for a stream that can tell whether a
+    /// read would wait.
+    pub fn from_stream(stream: Box<dyn Stream + 'a>, pos: u64, endian: Endian) -> RecordSource<'a> {
+        RecordSource { inner: Source::Stream { reader: std::io::BufReader::with_capacity(STREAM_BUFFER, stream), pos, endian } }
+    }
+
+    /// Whether reading the next record may have to wait for the input (a
+    /// pipe whose writer has nothing to say right now): the moment to
+    /// write out what is final. Input in memory never waits.
+    pub fn would_wait(&self) -> bool {
+        match &self.inner {
+            Source::Stream { reader, .. } => reader.buffer().is_empty() && !reader.get_ref().ready(),
+            Source::Slice { .. } | Source::Dir { .. } => false,
+        }
     }
 
     /// The records of a directory input: `parts` are (bytes, start, end),
@@ -320,7 +366,7 @@ impl<'a> RecordSource<'a> {
             Source::Stream { reader, pos, endian } => {
                 let off = *pos;
                 let mut hdr = [0u8; HEADER_SIZE];
-                let got = read_full(reader.as_mut(), &mut hdr)?;
+                let got = read_full(reader, &mut hdr)?;
                 if got == 0 {
                     return Ok(None);
                 }
@@ -334,28 +380,42 @@ impl<'a> RecordSource<'a> {
                 let mut buf = Vec::with_capacity(size);
                 buf.extend_from_slice(&hdr);
                 buf.resize(size, 0);
-                let got = read_full(reader.as_mut(), &mut buf[HEADER_SIZE..])?;
+                let got = read_full(reader, &mut buf[HEADER_SIZE..])?;
                 if got < size - HEADER_SIZE {
                     return Err(Error::in_record(off, header.type_, format!("record of {size} bytes truncated by end of input")));
                 }
                 let extra = trailing_payload(&header, &buf, *endian)
                     .map_err(|_| Error::in_record(off, header.type_, "bad payload size"))?;
+                let mut consumed = buf.len() as u64;
                 if extra > 0 {
                     // Read in steps so a lying size cannot make us allocate
-                    // more than the input actually holds.
+                    // more than the input actually holds. AUX data (hardware
+                    // traces, which nothing here decodes) is read past, not
+                    // kept: a pipe may send gigabytes of it.
+                    let keep = header.type_ != kind::AUXTRACE;
+                    if keep && extra > MAX_STREAMED_PAYLOAD {
+                        return Err(Error::in_record(
+                            off,
+                            header.type_,
+                            format!("payload of {extra} bytes is larger than a stream's {} MiB", MAX_STREAMED_PAYLOAD >> 20),
+                        ));
+                    }
                     let mut left = extra;
                     let mut chunk = vec![0u8; 64 * 1024];
                     while left > 0 {
                         let want = left.min(chunk.len());
-                        let got = read_full(reader.as_mut(), &mut chunk[..want])?;
-                        buf.extend_from_slice(&chunk[..got]);
+                        let got = read_full(reader, &mut chunk[..want])?;
+                        if keep {
+                            buf.extend_from_slice(&chunk[..got]);
+                        }
+                        consumed += got as u64;
                         if got < want {
                             return Err(Error::in_record(off, header.type_, "payload truncated by end of input"));
                         }
                         left -= got;
                     }
                 }
-                *pos += buf.len() as u64;
+                *pos += consumed;
                 Ok(Some(RawRecord { offset: off, header, bytes: Cow::Owned(buf) }))
             }
         }
@@ -660,6 +720,35 @@ mod tests {
         assert_eq!(s.upcoming(good as u64).count(), 0);
         let stream = RecordSource::from_reader(Box::new(&data[..]), 0, e);
         assert_eq!(stream.upcoming(0).count(), 0, "a stream shows nothing ahead");
+    }
+
+    /// A stream's AUX data is read past, not kept: a pipe may send
+    /// gigabytes of it (the record claiming 2^40 bytes is reported when
+    /// the data ends short, having kept nothing).
+    #[test]
+    fn stream_source_does_not_keep_aux_data() {
+        let put = writer::Put(Endian::Little);
+        let aux = |payload: u64| {
+            let mut rec = Vec::new();
+            put.header(&mut rec, kind::AUXTRACE, 0, 48);
+            for v in [payload, 0, 0] {
+                put.u64(&mut rec, v);
+            }
+            rec.resize(48, 0);
+            rec
+        };
+        let mut data = aux(8 << 20);
+        data.resize(data.len() + (8 << 20), 0xab);
+        put.header(&mut data, kind::FINISHED_ROUND, 0, 8);
+        let mut s = RecordSource::from_reader(Box::new(&data[..]), 16, Endian::Little);
+        let r = s.next_record().unwrap().unwrap();
+        assert_eq!((r.header.type_, r.bytes.len()), (kind::AUXTRACE, 48), "the payload is not kept");
+        assert_eq!(s.position(), 16 + 48 + (8 << 20), "but read past");
+        assert_eq!(s.next_record().unwrap().unwrap().header.type_, kind::FINISHED_ROUND);
+        let mut endless = aux(1 << 40);
+        endless.resize(endless.len() + (1 << 20), 0xab);
+        let mut s = RecordSource::from_reader(Box::new(&endless[..]), 16, Endian::Little);
+        assert!(s.next_record().unwrap_err().to_string().contains("payload truncated"));
     }
 
     #[test]
