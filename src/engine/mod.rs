@@ -42,9 +42,14 @@ impl Threads {
 
 /// A regular file, mapped (or read, where it cannot be mapped).
 fn map_file(path: &Path, threads: Threads) -> perf_data::Result<perf_data::FileBytes> {
+    map_opened(&std::fs::File::open(path)?, path, threads)
+}
+
+/// [`map_file`] of a file already open (a pager thread maps ahead of the
+/// reading when `threads` allows).
+fn map_opened(file: &std::fs::File, path: &Path, threads: Threads) -> perf_data::Result<perf_data::FileBytes> {
     use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    match mapping::MappedInput::new(&file, 0, threads == Threads::Parallel) {
+    match mapping::MappedInput::new(file, 0, threads == Threads::Parallel) {
         Ok(m) => Ok(perf_data::FileBytes::Shared(std::sync::Arc::new(m))),
         Err(_) => {
             let mut v = Vec::new();
@@ -97,7 +102,6 @@ impl<R: std::io::Read> perf_data::Stream for Pipe<R> {
 /// is a `perf record --threads` recording; anything else is read as a
 /// stream.
 pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input> {
-    use std::io::Read;
     use std::os::fd::AsRawFd;
     if path == Path::new("-") {
         let stdin = std::io::stdin();
@@ -114,12 +118,5 @@ pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data:
     }
     // The pager starts at the data section, which the header names; the
     // first pages are the header's anyway.
-    match mapping::MappedInput::new(&file, 0, threads == Threads::Parallel) {
-        Ok(m) => perf_data::Input::from_bytes(perf_data::FileBytes::Shared(std::sync::Arc::new(m))),
-        Err(_) => {
-            let mut v = Vec::new();
-            std::fs::File::open(path)?.read_to_end(&mut v)?;
-            perf_data::Input::from_bytes(perf_data::FileBytes::Owned(v))
-        }
-    }
+    perf_data::Input::from_bytes(map_opened(&file, path, threads)?)
 }
