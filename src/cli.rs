@@ -21,20 +21,32 @@ fn say_inline(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().write_fmt(args);
 }
 
+pub mod options;
+mod pager;
+pub mod script_args;
+
 use pstitch::script::{self, HeaderMode, Outcome, Report, ScriptConfig, ScriptOptions, Source};
-use pstitch::{Progress, SampleFilter, SessionOptions, SymbolConfig, Threads};
+use pstitch::{Progress, SessionOptions, SymbolConfig, Threads};
+pub use script_args::ScriptArgs;
 
 #[derive(Parser, Debug)]
 #[command(name = "pstitch", version, about = "A fast, exact `perf script` with deferred user callchains")]
 pub struct Cli {
+    /// Do not page `pstitch script`'s output in a terminal (perf's
+    /// `--no-pager`; PERF_PAGER or PAGER set to "" or "cat" does the same).
+    #[arg(long = "no-pager")]
+    pub no_pager: bool,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Print the samples of a perf.data file as `perf script` does.
-    Script(Box<ScriptArgs>),
+    /// Print the samples of a perf.data file as `perf script` does. Takes
+    /// perf script's options, parsed as perf parses them (`pstitch script
+    /// -h` lists them).
+    #[command(disable_help_flag = true)]
+    Script(ScriptWords),
     /// Write a recording with deferred user callchains as an ordinary
     /// perf.data: each sample with its whole callchain.
     Inject(InjectArgs),
@@ -53,124 +65,12 @@ pub enum Shell {
     Fish,
 }
 
-/// `pstitch script` options (perf's names).
+/// `pstitch script`'s words, parsed by perf's rules (`cli/script_args.rs`),
+/// not clap's.
 #[derive(Args, Debug, Default)]
-pub struct ScriptArgs {
-    /// Input file; `-` reads a pipe. Default: standard input if it is a
-    /// pipe, else ./perf.data.
-    #[arg(short = 'i', long = "input", value_name = "FILE")]
-    pub input: Option<PathBuf>,
-
-    /// Output fields, optionally per event type (`sw:comm,tid`), or
-    /// `+field`/`-field` to adjust the defaults. May be given more than once.
-    #[arg(short = 'F', long = "fields", value_name = "FIELDS", allow_hyphen_values = true)]
-    pub fields: Vec<String>,
-
-    /// Print times with nanoseconds.
-    #[arg(long = "ns")]
-    pub ns: bool,
-
-    /// Do not print callchains.
-    #[arg(short = 'G', long = "hide-call-graph")]
-    pub hide_call_graph: bool,
-
-    /// Print at most this many callchain entries per sample.
-    #[arg(long = "max-stack", value_name = "N", default_value_t = script::DEFAULT_MAX_STACK)]
-    pub max_stack: usize,
-
-    /// Show inline functions in callchains (default).
-    #[arg(long = "inline", overrides_with = "no_inline")]
-    pub inline: bool,
-    /// Do not show inline functions.
-    #[arg(long = "no-inline", overrides_with = "inline")]
-    pub no_inline: bool,
-
-    /// Demangle C++ and Rust symbols (default).
-    #[arg(long = "demangle", overrides_with = "no_demangle")]
-    pub demangle: bool,
-    /// Print symbols as they are in the object file.
-    #[arg(long = "no-demangle", overrides_with = "demangle")]
-    pub no_demangle: bool,
-
-    /// Demangle kernel symbols too.
-    #[arg(long = "demangle-kernel")]
-    pub demangle_kernel: bool,
-
-    /// Look for object files below this directory.
-    #[arg(long = "symfs", value_name = "DIR")]
-    pub symfs: Option<PathBuf>,
-
-    /// Kernel symbols from this file instead of /proc/kallsyms.
-    #[arg(long = "kallsyms", value_name = "FILE")]
-    pub kallsyms: Option<PathBuf>,
-
-    /// Show full source file paths in srcline.
-    #[arg(long = "full-source-path")]
-    pub full_source_path: bool,
-
-    /// Merge deferred user callchains into their samples (default).
-    #[arg(long = "merge-callchains", overrides_with = "no_merge_callchains")]
-    pub merge_callchains: bool,
-    /// Print deferred callchains as separate DEFERRED CALLCHAIN blocks.
-    #[arg(long = "no-merge-callchains", overrides_with = "merge_callchains")]
-    pub no_merge_callchains: bool,
-
-    /// Only samples of threads with these comms (comma-separated).
-    #[arg(short = 'c', long = "comms", value_name = "COMMS")]
-    pub comms: Option<String>,
-
-    /// Only samples of these process ids (comma-separated).
-    #[arg(long = "pid", value_name = "PIDS")]
-    pub pid: Option<String>,
-
-    /// Only samples of these thread ids (comma-separated).
-    #[arg(long = "tid", value_name = "TIDS")]
-    pub tid: Option<String>,
-
-    /// Only events of these CPUs (`0,2-3`).
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpu: Option<String>,
-
-    /// Only samples in these time ranges: `start,stop` pairs (seconds;
-    /// either end may be empty) separated by spaces, or percentages of the
-    /// recording (`10%/2`, `0%-10%`, ...).
-    #[arg(long = "time", value_name = "RANGES", allow_hyphen_values = true)]
-    pub time: Option<String>,
-
-    /// Print COMM, FORK and EXIT records.
-    #[arg(long = "show-task-events")]
-    pub show_task_events: bool,
-
-    /// Print MMAP and MMAP2 records.
-    #[arg(long = "show-mmap-events")]
-    pub show_mmap_events: bool,
-
-    /// Print the perf.data header information before the samples.
-    #[arg(long = "header")]
-    pub header: bool,
-
-    /// Print only the perf.data header information.
-    #[arg(long = "header-only")]
-    pub header_only: bool,
-
-    /// With --header: also print the features perf shows only in full
-    /// (CPU/NUMA/memory topology, caches, ...).
-    #[arg(short = 'I', long = "show-info")]
-    pub show_info: bool,
-
-    /// Print PERF_RECORD_LOST records (`... PERF_RECORD_LOST lost N`).
-    #[arg(long = "show-lost-events")]
-    pub show_lost_events: bool,
-
-    /// Most MiB of copied records (pipe input, compressed chunks) waiting
-    /// to be sorted by time; beyond it the older half is printed early,
-    /// with a warning (default 2048).
-    #[arg(long = "queue-limit", value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
-    pub queue_limit: Option<u64>,
-
-    /// Say more on standard error.
-    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
-    pub verbose: u8,
+pub struct ScriptWords {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "OPTIONS")]
+    pub words: Vec<std::ffi::OsString>,
 }
 
 /// `pstitch inject` options.
@@ -197,33 +97,71 @@ pub struct InjectArgs {
     pub verbose: u8,
 }
 
-/// Exit codes: everything was read (warnings may have been printed).
-pub const EXIT_OK: u8 = 0;
-/// The input could not be read completely: it could not be opened, its
-/// header is unusable, or reading stopped at damage (everything before the
-/// damage was printed), or the output could not be written.
+/// Exit statuses of pstitch's own commands (inject, the reports): the
+/// input could not be read completely.
 pub const EXIT_DAMAGED: u8 = 1;
-/// Bad options (also clap's code for command-line errors).
+/// pstitch's own commands: a usage error (clap's status).
 pub const EXIT_USAGE: u8 = 2;
+
+/// Exit statuses, perf's: everything was read (warnings may have been
+/// printed).
+pub const EXIT_OK: u8 = 0;
+/// perf's -EINVAL: an option's value does not fit the input (`--time`).
+pub const EXIT_INVALID: u8 = 234;
+/// perf's -ENOENT: an event named in an option is not in the recording.
+pub const EXIT_NOT_FOUND: u8 = 254;
+/// perf's -1: the input could not be read (or not completely: pstitch
+/// prints what came before damage first), an option does not fit the
+/// recording, or the output could not be written.
+pub const EXIT_FAILED: u8 = 255;
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Script(args) => ExitCode::from(run_script(&args)),
+        Command::Script(w) => {
+            let words: Vec<String> = w.words.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            ExitCode::from(run_script(&words, cli.no_pager))
+        }
         Command::Inject(args) => ExitCode::from(run_inject(&args)),
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            let mut cmd = Cli::command();
+            let mut cmd = Cli::command().mut_subcommand("script", script_completions);
             let shell = match shell {
                 Shell::Bash => clap_complete::Shell::Bash,
                 Shell::Zsh => clap_complete::Shell::Zsh,
                 Shell::Fish => clap_complete::Shell::Fish,
             };
-            clap_complete::generate(shell, &mut cmd, "pstitch", &mut std::io::stdout());
+            // clap_complete panics when its output fails (`| head`): write
+            // it here instead, quietly.
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "pstitch", &mut text);
+            let _ = std::io::stdout().write_all(&text);
             ExitCode::SUCCESS
         }
     }
+}
+
+/// perf script's options as clap arguments, for completions only (the
+/// parsing is perf's, see `cli/options.rs`).
+fn script_completions(cmd: clap::Command) -> clap::Command {
+    use clap::{Arg, ArgAction};
+    use options::Kind;
+    let cmd = cmd.mut_arg("words", |a| a.hide(true));
+    script_args::OPTIONS.iter().fold(cmd, |cmd, o| {
+        let help = o.help.lines().next().unwrap_or("").to_string();
+        let mut arg = Arg::new(o.long).long(o.long).help(help);
+        if let Some(c) = o.short {
+            arg = arg.short(c as char);
+        }
+        arg = match o.kind {
+            Kind::Boolean | Kind::CallbackNoArg => arg.action(ArgAction::SetTrue),
+            Kind::Incr => arg.action(ArgAction::Count),
+            Kind::CallbackOptArg => arg.num_args(0..=1).require_equals(true),
+            _ => arg.value_name(o.argh.unwrap_or("n")),
+        };
+        cmd.arg(arg)
+    })
 }
 
 pub fn default_input() -> PathBuf {
@@ -289,14 +227,14 @@ fn human(v: f64) -> String {
     }
 }
 
-/// `-v`: what was read, on stderr (perf's `perf report -D`-style counts).
-fn print_stats(name: &str, report: &Report) {
+/// `-v`: what was read, for stderr (perf's `perf report -D`-style counts).
+fn stats(name: &str, report: &Report) -> Vec<String> {
     use pstitch::perf_data::record::kind;
     let (st, stitch) = (&report.stats, &report.stitch);
     let total: u64 = st.by_type.iter().map(|(_, n)| n).sum();
-    say!("pstitch: {name}: {total} records");
+    let mut out = vec![format!("pstitch: {name}: {total} records")];
     for (t, n) in st.by_type.iter() {
-        say!("  {:>20}: {n}", kind::name(t));
+        out.push(format!("  {:>20}: {n}", kind::name(t)));
     }
     let extra = [
         ("records for unknown event ids", st.nr_unknown_id),
@@ -306,126 +244,275 @@ fn print_stats(name: &str, report: &Report) {
         ("samples lost (PERF_RECORD_LOST_SAMPLES)", st.lost_samples),
     ];
     for (what, n) in extra.iter().filter(|(_, n)| *n > 0) {
-        say!("  {what}: {n}");
+        out.push(format!("  {what}: {n}"));
     }
     if stitch.held > 0 || stitch.deferred_records > 0 {
-        say!(
+        out.push(format!(
             "  deferred callchains: {} samples held (at most {} at once), {} merged, {} unmerged, {} unstitched; {} deferred records, {} matched nothing",
             stitch.held, stitch.peak_held, stitch.merged, stitch.unmerged, stitch.flushed, stitch.deferred_records, stitch.unmatched_records
-        );
+        ));
     }
-    say!("  CPU time: {:.2} s reading, {:.2} s printing", report.reading_cpu.as_secs_f64(), report.printing_cpu.as_secs_f64());
+    out.push(format!("  CPU time: {:.2} s reading, {:.2} s printing", report.reading_cpu.as_secs_f64(), report.printing_cpu.as_secs_f64()));
+    out
 }
 
-/// The filters that need no knowledge of the input.
-fn parse_filters(args: &ScriptArgs, f: &mut SampleFilter) -> Result<(), String> {
-    if let Some(c) = &args.comms {
-        f.comms = Some(SampleFilter::parse_list(c));
-    }
-    if let Some(p) = &args.pid {
-        f.pids = Some(SampleFilter::parse_int_list(p)?);
-    }
-    if let Some(t) = &args.tid {
-        f.tids = Some(SampleFilter::parse_int_list(t)?);
-    }
-    if let Some(c) = &args.cpu {
-        f.cpus = Some(SampleFilter::parse_cpu_list(c)?);
-    }
-    Ok(())
-}
-
-
-
-/// The options as the library takes them; `Err` with the exit code once
-/// the reason was said.
-pub fn config(args: &ScriptArgs) -> Result<ScriptConfig, u8> {
-    let mut output = ScriptOptions {
+/// The options as the library takes them.
+pub fn config(args: &ScriptArgs) -> ScriptConfig {
+    let output = ScriptOptions {
+        per_event: script::PerEvent::All,
+        fields: args.fields.clone(),
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,
-        max_stack: args.max_stack,
+        max_stack: args.max_stack as usize,
         show_task_events: args.show_task_events,
         show_mmap_events: args.show_mmap_events,
         show_lost_events: args.show_lost_events,
+        show_switch_events: args.show_switch_events,
+        show_namespace_events: args.show_namespace_events,
+        show_cgroup_events: args.show_cgroup_events,
+        show_round_events: args.show_round_events,
+        show_bpf_events: args.show_bpf_events,
+        show_text_poke_events: args.show_text_poke_events,
+        show_on_off_events: args.show_on_off_events,
+        reltime: args.reltime,
+        deltatime: args.deltatime,
+        latency: args.latency,
+        show_kernel_path: args.show_kernel_path,
+        debug_mode: args.debug_mode,
+        dsos: args.dsos.as_deref().map(script::parse_list),
+        symbols: args.symbols.as_deref().map(script::parse_list),
+        addr_range: args.addr_range,
+    };
+    let mut session = SessionOptions {
+        no_merge_callchains: !args.merge_callchains,
+        // perf turns time ordering off to show the rounds as they come.
+        unordered: args.show_round_events || args.dump_unsorted_raw_trace,
         ..Default::default()
     };
-    let mut session = SessionOptions { no_merge_callchains: args.no_merge_callchains, ..Default::default() };
     if let Some(mib) = args.queue_limit {
         session.limits.max_queued_bytes = usize::try_from(mib << 20).unwrap_or(usize::MAX);
     }
-    if let Err(e) = parse_filters(args, &mut session.filter) {
-        say!("{e}");
-        return Err(EXIT_USAGE);
-    }
-    for spec in &args.fields {
-        match output.fields.parse(spec) {
-            Ok(warnings) => warnings.iter().for_each(|w| say!("{w}")),
-            Err(e) => {
-                say!("{}", e.0);
-                return Err(EXIT_USAGE);
-            }
-        }
-    }
+    // (Checked while parsing.)
+    let (symfs, symfs_flat) = match args.symfs.as_deref().map(script::parse_symfs) {
+        Some(Ok((dir, flat))) => (Some(dir), flat),
+        _ => (None, false),
+    };
     let symbols = SymbolConfig {
-        symfs: args.symfs.clone(),
+        symfs,
+        symfs_flat,
         kallsyms: args.kallsyms.clone(),
+        vmlinux: args.vmlinux.clone(),
         buildid_dir: buildid_dir(),
-        demangle: !args.no_demangle,
+        demangle: args.demangle,
         demangle_kernel: args.demangle_kernel,
-        inline: !args.no_inline,
+        inline: args.inline,
         full_source_path: args.full_source_path,
+        bt_stop: args.stop_bt.as_deref().map(script::parse_list).unwrap_or_default(),
     };
     let header = match (args.header_only, args.header) {
         (true, _) => HeaderMode::Only,
         (false, true) => HeaderMode::With,
         (false, false) => HeaderMode::None,
     };
-    Ok(ScriptConfig { output, session, symbols, header, show_info: args.show_info, time: args.time.clone(), threads: Threads::from_env() })
+    let dump = match (args.dump_unsorted_raw_trace, args.dump_raw_trace) {
+        (true, _) => script::Dump::Unsorted,
+        (false, true) => script::Dump::Sorted,
+        (false, false) => script::Dump::None,
+    };
+    ScriptConfig {
+        output,
+        session,
+        symbols,
+        header,
+        show_info: args.show_info,
+        time: args.time.clone(),
+        cpu_list: args.cpu.clone(),
+        pid_list: args.pid.clone(),
+        tid_list: args.tid.clone(),
+        comm_list: args.comms.clone(),
+        switch_on: args.switch_on.clone(),
+        switch_off: args.switch_off.clone(),
+        stitch_lbr: args.stitch_lbr,
+        dump,
+        per_event_dump: args.per_event_dump,
+        threads: Threads::from_env(),
+    }
 }
 
-/// `pstitch script`: opens the input and prints it to standard output;
-/// messages go to standard error. Returns the exit code.
-fn run_script(args: &ScriptArgs) -> u8 {
-    let config = match config(args) {
-        Ok(c) => c,
-        Err(code) => return code,
+/// Prints what option parsing said; its exit status.
+pub fn stopped(stop: &options::Stop) -> u8 {
+    let _ = std::io::stdout().write_all(stop.stdout.as_bytes());
+    let _ = std::io::stderr().write_all(stop.stderr.as_bytes());
+    stop.status
+}
+
+/// perf's `symbol__validate_sym_arguments`: the kernel symbol files named
+/// must be readable.
+fn check_symbol_files(args: &ScriptArgs) -> Result<(), String> {
+    for f in [&args.vmlinux, &args.kallsyms].into_iter().flatten() {
+        if std::fs::File::open(f).is_err() {
+            return Err(format!("Invalid file: {}", f.display()));
+        }
+    }
+    Ok(())
+}
+
+/// perf's checks when it opens a file (`open_file_read`): it exists, is
+/// owned by the user (or root; `-f` overrides) and is not empty. Pipes
+/// are let through; of a directory (`perf record --threads`), its `data`
+/// file is checked.
+fn check_input(path: &std::path::Path, force: bool) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    if path == std::path::Path::new("-") {
+        return Ok(());
+    }
+    let name = path.display();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
+            let errno = strerror(&e);
+            let hint = if e.kind() == std::io::ErrorKind::NotFound && path == std::path::Path::new("perf.data") { "  (try 'perf record' first)" } else { "" };
+            return Err(format!("failed to open {name}: {errno}{hint}"));
+        }
     };
+    if meta.is_dir() {
+        // perf opens a directory's `data` file the same way.
+        return check_input(&path.join("data"), force);
+    }
+    if !meta.is_file() {
+        return Ok(());
+    }
+    if !force && meta.uid() != 0 && meta.uid() != effective_uid() {
+        return Err(format!("File {name} not owned by current user or root (use -f to override)"));
+    }
+    if meta.len() == 0 {
+        return Err(format!("zero-sized data ({name}), nothing to do!"));
+    }
+    Ok(())
+}
+
+/// C's `strerror` text of an I/O error (Rust adds " (os error N)").
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
+}
+
+/// The process's effective user id (from /proc: no libc call, no unsafe).
+fn effective_uid() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .and_then(|id| id.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `pstitch script`: parses perf's options, opens the input and prints it
+/// to standard output (through a pager in a terminal); messages go to
+/// standard error. Returns the exit status.
+fn run_script(words: &[String], no_pager: bool) -> u8 {
+    if words.first().map(String::as_str) == Some("--help") {
+        // perf shows its man page here; pstitch prints the option list.
+        let usage = script_args::parser().full_usage();
+        let _ = std::io::stdout().write_all(usage.as_bytes());
+        return EXIT_OK;
+    }
+    let args = match script_args::parse(words) {
+        Ok(a) => a,
+        Err(stop) => return stopped(&stop),
+    };
+    for s in &args.said {
+        say!("{s}");
+    }
+    if let Err(e) = check_symbol_files(&args) {
+        say!("{e}");
+        return EXIT_FAILED;
+    }
+    if !args.rest.is_empty() {
+        return stopped(&script_args::refuse_scripts(&args.rest));
+    }
+    if args.reltime && args.deltatime {
+        say!("reltime and deltatime - the two don't get along well. Please limit to --reltime or --deltatime.");
+        return EXIT_FAILED;
+    }
+    let config = config(&args);
     let path = args.input.clone().unwrap_or_else(default_input);
     let name = path.display().to_string();
-    let input = match pstitch::open(&path, config.threads) {
+    // perf pages its output in a terminal from here on.
+    let pager = pager::Pager::start(no_pager);
+    let (status, messages) = run_input(&args, config, &path, &name, pager.as_ref().and_then(|p| p.output()));
+    // A closed stderr (or pager) is not worth dying for.
+    match pager.as_ref().and_then(|p| p.messages()) {
+        Some(mut to) => {
+            let _ = messages.iter().try_for_each(|m| writeln!(to, "{m}"));
+        }
+        None => {
+            let mut err = std::io::stderr().lock();
+            let _ = messages.iter().try_for_each(|m| writeln!(err, "{m}"));
+        }
+    }
+    if let Some(p) = pager {
+        p.finish();
+    }
+    status
+}
+
+/// Opens `path` and prints it to the pager's pipe, or standard output;
+/// the exit status and the messages to show.
+fn run_input(args: &ScriptArgs, config: ScriptConfig, path: &std::path::Path, name: &str, paged: Option<std::fs::File>) -> (u8, Vec<String>) {
+    if let Err(e) = check_input(path, args.force) {
+        return (EXIT_FAILED, vec![e]);
+    }
+    let input = match pstitch::open(path, config.threads) {
         Ok(i) => i,
         Err(e) => {
-            say!("pstitch: {name}: {e}");
-            return EXIT_DAMAGED;
+            let mut m = vec!["incompatible file format (rerun with -v to learn more)".to_string()];
+            if args.verbose > 0 {
+                m.push(format!("pstitch: {name}: {e}"));
+            }
+            return (EXIT_FAILED, m);
         }
     };
     // perf prints the input's mtime in --header (fstat of the open file;
     // stdin for "-").
-    let meta = if path == std::path::Path::new("-") { std::fs::metadata("/proc/self/fd/0") } else { std::fs::metadata(&path) };
+    // Of a directory (perf record --threads), its data file's.
+    let meta = if path == std::path::Path::new("-") {
+        std::fs::metadata("/proc/self/fd/0")
+    } else if path.is_dir() {
+        std::fs::metadata(path.join("data"))
+    } else {
+        std::fs::metadata(path)
+    };
     let mtime = meta.ok().map(|m| {
         use std::os::unix::fs::MetadataExt;
         m.mtime()
     });
-    let progress = ProgressLine::for_terminal(&name).map(|mut p| Box::new(move |pr: Progress| p.update(pr)) as Box<dyn FnMut(Progress)>);
-    let source = Source { name: &name, mtime, progress, process_exits: true };
-    let report = script::run(input, source, config, std::io::stdout());
-    // A closed stderr is not worth dying for.
-    let mut err = std::io::stderr().lock();
-    for m in &report.messages {
-        let _ = writeln!(err, "{m}");
-    }
-    drop(err);
-    if args.verbose > 0 {
-        print_stats(&name, &report);
-    }
-    match report.outcome {
+    let progress = match paged {
+        Some(_) => None,
+        None => ProgressLine::for_terminal(name).map(|mut p| Box::new(move |pr: Progress| p.update(pr)) as Box<dyn FnMut(Progress)>),
+    };
+    let source = Source { name, path: Some(path), mtime, progress, process_exits: true };
+    let report = match paged {
+        Some(out) => script::run(input, source, config, out),
+        None => script::run(input, source, config, std::io::stdout()),
+    };
+    let status = match report.outcome {
         Outcome::Printed => EXIT_OK,
-        Outcome::Usage => EXIT_USAGE,
-        Outcome::Failed => EXIT_DAMAGED,
+        Outcome::Invalid => EXIT_INVALID,
+        Outcome::Failed => EXIT_FAILED,
+        Outcome::NotFound => EXIT_NOT_FOUND,
+    };
+    let mut messages = report.messages.clone();
+    if args.verbose > 0 {
+        messages.extend(stats(name, &report));
     }
+    (status, messages)
 }
 
-/// `pstitch inject`: reads the input, writes the output; messages go to
-/// standard error. Returns the exit code.
 fn run_inject(args: &InjectArgs) -> u8 {
     use pstitch::inject::{self, InjectConfig, Output};
     use std::io::IsTerminal;
@@ -471,4 +558,3 @@ fn run_inject(args: &InjectArgs) -> u8 {
     }
     if report.ok { EXIT_OK } else { EXIT_DAMAGED }
 }
-

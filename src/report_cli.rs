@@ -52,16 +52,65 @@ fn is_report(a: &str) -> bool {
     a.len() > 2 && "report".starts_with(a)
 }
 
-/// `script report NAME` arguments: perf script options, then the script's
-/// own after `--`.
-#[derive(Parser, Debug)]
-#[command(name = "pstitch script report")]
+/// `script report NAME` arguments: perf script options (parsed as perf
+/// parses them), then the script's own after `--`.
 struct ReportCommand {
-    #[command(flatten)]
     script: ScriptArgs,
     /// The report's own options.
-    #[arg(last = true, allow_hyphen_values = true)]
     script_args: Vec<String>,
+}
+
+impl ReportCommand {
+    fn parse(args: &[String]) -> Result<ReportCommand, u8> {
+        let (words, own) = match args.iter().position(|a| a == "--") {
+            Some(i) => (&args[..i], args[i + 1..].to_vec()),
+            None => (args, Vec::new()),
+        };
+        Ok(ReportCommand { script: script_options(words)?, script_args: own })
+    }
+}
+
+/// perf script's options among a report command's words (perf's parser:
+/// its messages and exit statuses).
+fn script_options(words: &[String]) -> Result<ScriptArgs, u8> {
+    let args = cli::script_args::parse(words).map_err(|stop| cli::stopped(&stop))?;
+    for s in &args.said {
+        say(s);
+    }
+    if let Some(w) = args.rest.first() {
+        say(&format!("pstitch: unexpected argument '{w}'"));
+        return Err(EXIT_USAGE);
+    }
+    Ok(args)
+}
+
+/// Splits `args` into the words of a command's own options (long names,
+/// those in `with_value` taking a value, as `--name value` or
+/// `--name=value`; `-o` too for `--output`) and the others (perf script's).
+fn split_own(args: &[String], with_value: &[&str], flags: &[&str]) -> (Vec<String>, Vec<String>) {
+    let (mut own, mut rest) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        let long = name.strip_prefix("--").unwrap_or("");
+        if a == "--" {
+            rest.extend_from_slice(&args[i..]);
+            break;
+        } else if flags.contains(&long) {
+            own.push(a.clone());
+        } else if with_value.contains(&long) || (name == "-o" && with_value.contains(&"output")) {
+            own.push(a.clone());
+            if !a.contains('=') && i + 1 < args.len() {
+                i += 1;
+                own.push(args[i].clone());
+            }
+        } else {
+            rest.push(a.clone());
+        }
+        i += 1;
+    }
+    (own, rest)
 }
 
 /// Parses with clap; `Err` with the exit code once clap said why.
@@ -110,21 +159,20 @@ impl StackcollapseArgs {
 /// (see [`Printed`]): the perf reports write its head before their own
 /// standard output, its tail after.
 fn collect(script: &ScriptArgs, sink: &mut dyn StackSink) -> Result<Printed, u8> {
-    let config = cli::config(script)?;
+    let config = cli::config(script);
     let path = script.input.clone().unwrap_or_else(cli::default_input);
     let name = path.display().to_string();
     let input = pstitch::open(&path, config.threads).map_err(|e| {
         say(&format!("pstitch: {name}: {e}"));
         EXIT_DAMAGED
     })?;
-    let source = Source { name: &name, mtime: None, progress: None, process_exits: true };
+    let source = Source { name: &name, path: None, mtime: None, progress: None, process_exits: true };
     let stacks = StacksConfig { terminal: std::io::stdout().is_terminal(), ..StacksConfig::from_script(&config) };
     let (report, printed) = report::collect(input, source, stacks, sink);
     report.messages.iter().for_each(|m| say(m));
     match report.outcome {
         Outcome::Printed => Ok(printed),
-        Outcome::Usage => Err(EXIT_USAGE),
-        Outcome::Failed => Err(EXIT_DAMAGED),
+        _ => Err(EXIT_DAMAGED),
     }
 }
 
@@ -143,7 +191,7 @@ fn stdout(b: &[u8]) -> Result<(), u8> {
 /// `pstitch script report stackcollapse`: folded stacks on stdout.
 fn stackcollapse(args: &[String]) -> u8 {
     let run = || -> Result<(), u8> {
-        let cmd: ReportCommand = parse("pstitch script report stackcollapse", args)?;
+        let cmd = ReportCommand::parse(args)?;
         let opts = parse::<StackcollapseArgs>("stackcollapse", &cmd.script_args)?.options();
         if let Err(e) = opts.check() {
             say(&format!("stackcollapse: error: {e}"));
@@ -204,7 +252,7 @@ const EXIT_NO_TEMPLATE: u8 = 134;
 /// `pstitch script report flamegraph`: `stacks.json` or the HTML page.
 fn d3(args: &[String]) -> u8 {
     let run = || -> Result<(), u8> {
-        let cmd: ReportCommand = parse("pstitch script report flamegraph", args)?;
+        let cmd = ReportCommand::parse(args)?;
         let fg = parse::<FlamegraphScriptArgs>("flamegraph", &cmd.script_args)?;
         let mut tree = D3Tree::new(Some(fg.event.clone()));
         let printed = collect(&cmd.script, &mut tree)?;
@@ -261,7 +309,7 @@ fn header_text(script: &ScriptArgs, input: Option<&Path>) -> String {
     if path == Path::new("-") {
         return String::new();
     }
-    let Ok(mut config) = cli::config(script) else { return String::new() };
+    let mut config = cli::config(script);
     config.header = HeaderMode::Only;
     let Ok(opened) = pstitch::open(&path, config.threads) else { return String::new() };
     let name = path.display().to_string();
@@ -270,7 +318,7 @@ fn header_text(script: &ScriptArgs, input: Option<&Path>) -> String {
         m.mtime()
     });
     let text = SharedBuf::default();
-    let report = pstitch::script::run(opened, Source { name: &name, mtime, progress: None, process_exits: false }, config, text.clone());
+    let report = pstitch::script::run(opened, Source { name: &name, path: None, mtime, progress: None, process_exits: false }, config, text.clone());
     if report.outcome != Outcome::Printed {
         return String::new();
     }
@@ -313,12 +361,11 @@ struct GeckoScriptArgs {
 #[command(name = "pstitch script report gecko")]
 struct GeckoCommand {
     #[command(flatten)]
-    script: ScriptArgs,
-    #[command(flatten)]
     gecko: GeckoScriptArgs,
-    #[arg(last = true, allow_hyphen_values = true)]
-    script_args: Vec<String>,
 }
+
+/// gecko.py's options that take a value.
+const GECKO_OPTIONS: &[&str] = &["user-color", "kernel-color", "save-only"];
 
 #[derive(Parser, Debug)]
 #[command(name = "gecko")]
@@ -340,8 +387,13 @@ fn product() -> String {
 /// `pstitch script report gecko`.
 fn gecko(args: &[String]) -> u8 {
     let run = || -> Result<(), u8> {
-        let cmd: GeckoCommand = parse("pstitch script report gecko", args)?;
-        let g = if cmd.script_args.is_empty() { cmd.gecko } else { parse::<GeckoAfterDashes>("gecko", &cmd.script_args)?.gecko };
+        let (own, words) = split_own(args, GECKO_OPTIONS, &[]);
+        let cmd = ReportCommand::parse(&words)?;
+        let g = if cmd.script_args.is_empty() {
+            parse::<GeckoCommand>("pstitch script report gecko", &own)?.gecko
+        } else {
+            parse::<GeckoAfterDashes>("gecko", &[own, cmd.script_args.clone()].concat())?.gecko
+        };
         let opts = GeckoOptions { user_color: g.user_color, kernel_color: g.kernel_color, product: product() };
         let mut profile = Gecko::new(opts);
         let printed = collect(&cmd.script, &mut profile)?;
@@ -377,8 +429,6 @@ fn gecko(args: &[String]) -> u8 {
 #[derive(Parser, Debug)]
 #[command(name = "pstitch flamegraph", about = "Write an interactive SVG flame graph of a perf.data file")]
 struct FlamegraphCommand {
-    #[command(flatten)]
-    script: ScriptArgs,
     /// The SVG file (`-`: standard output).
     #[arg(short = 'o', long = "output", default_value = "flame.svg")]
     output: String,
@@ -417,10 +467,17 @@ struct FlamegraphCommand {
     kernel: bool,
 }
 
+/// `pstitch flamegraph`'s own options that take a value, and its flags;
+/// the other words are perf script's.
+const FLAMEGRAPH_OPTIONS: &[&str] = &["output", "title", "subtitle", "colors", "min-width", "width"];
+const FLAMEGRAPH_FLAGS: &[&str] = &["hash", "reverse", "inverted", "include-pid", "kernel", "help"];
+
 /// `pstitch flamegraph`: the samples' folded stacks drawn by inferno.
 fn flamegraph(args: &[String]) -> u8 {
     let run = || -> Result<(), u8> {
-        let cmd: FlamegraphCommand = parse("pstitch flamegraph", args)?;
+        let (own, words) = split_own(args, FLAMEGRAPH_OPTIONS, FLAMEGRAPH_FLAGS);
+        let cmd: FlamegraphCommand = parse("pstitch flamegraph", &own)?;
+        let script = script_options(&words)?;
         let svg = SvgOptions {
             title: cmd.title.clone().unwrap_or_else(|| if cmd.inverted { "Icicle Graph" } else { "Flame Graph" }.to_string()),
             subtitle: cmd.subtitle.clone(),
@@ -437,7 +494,7 @@ fn flamegraph(args: &[String]) -> u8 {
         }
         let mut folded = Folded::new(FoldOptions { include_pid: cmd.include_pid, annotate_kernel: cmd.kernel, ..FoldOptions::default() });
         // Not perf: the deferred records perf would print are left out.
-        collect(&cmd.script, &mut folded)?;
+        collect(&script, &mut folded)?;
         let written = if cmd.output == "-" {
             report::write_svg(&folded, &svg, std::io::stdout().lock())
         } else {
@@ -469,11 +526,19 @@ mod tests {
         }
     }
 
-    /// Clap accepts every command's options together with perf script's.
+    /// perf script's words and a command's own are told apart.
+    #[test]
+    fn own_options_are_split_from_perf_scripts() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (own, rest) = split_own(&w(&["-i", "x.data", "--title", "T", "--inverted", "-o=f.svg", "--max-stack", "3", "--", "--kernel"]), FLAMEGRAPH_OPTIONS, FLAMEGRAPH_FLAGS);
+        assert_eq!(own, w(&["--title", "T", "--inverted", "-o=f.svg"]));
+        assert_eq!(rest, w(&["-i", "x.data", "--max-stack", "3", "--", "--kernel"]));
+    }
+
+    /// Clap accepts every command's own options.
     #[test]
     fn commands_are_well_formed() {
         use clap::CommandFactory;
-        ReportCommand::command().debug_assert();
         StackcollapseArgs::command().debug_assert();
         FlamegraphScriptArgs::command().debug_assert();
         GeckoCommand::command().debug_assert();

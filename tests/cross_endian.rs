@@ -80,6 +80,10 @@ fn big_endian_copies_print_like_the_originals() {
         variants.sort();
         for v in variants {
             let args = std::fs::read_to_string(dir.join(format!("{v}.args"))).unwrap();
+            // -D shows the file's own bytes and name: not the same for a copy.
+            if args.split_whitespace().any(|a| a == "-D" || a.starts_with("--dump")) {
+                continue;
+            }
             let (code_le, out_le) = run(&dir, Path::new("perf.data"), &args);
             let (code_be, out_be) = run(&dir, &be_path, &args);
             // (Variants of features not there yet fail alike.)

@@ -101,7 +101,7 @@ fn truncated_files_print_everything_before_the_cut() {
                 let d = pstitch(&damaged, FIELDS);
                 let c = pstitch(&clean, FIELDS);
                 assert_eq!(c.status.code(), Some(0), "{case}: clean prefix: {}", stderr(&c));
-                assert_eq!(d.status.code(), Some(1), "{case} cut at {cut:#x}: {}", stderr(&d));
+                assert_eq!(d.status.code(), Some(255), "{case} cut at {cut:#x}: {}", stderr(&d));
                 assert!(d.stdout == c.stdout, "{case} cut at {cut:#x}: output differs from the clean prefix's");
                 let e = stderr(&d);
                 let last = e.lines().last().unwrap_or("");
@@ -140,7 +140,7 @@ fn held_deferred_samples_are_printed_when_reading_stops() {
             continue;
         }
         let c = pstitch(&tmp("deferred-held-clean", &clean_prefix(&bytes, start)), &args);
-        assert_eq!(d.status.code(), Some(1));
+        assert_eq!(d.status.code(), Some(255));
         assert!(d.stdout == c.stdout, "cut in the record at {start:#x}");
         assert!(String::from_utf8_lossy(&d.stdout).contains("(cookie)"));
         tried += 1;
@@ -165,7 +165,7 @@ fn framing_damage_names_file_offset_and_type() {
     v[at + 6..at + 8].copy_from_slice(&(size - 4).to_le_bytes());
     let p = tmp("unaligned", &v);
     let o = pstitch(&p, FIELDS);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(255));
     let e = stderr(&o);
     assert_eq!(
         e.lines().last().unwrap(),
@@ -211,16 +211,23 @@ fn lost_events_are_counted() {
 
 #[test]
 fn exit_codes() {
+    // perf-ref's messages and statuses for the same cases (its paths are
+    // the ones given).
     let o = pstitch(Path::new("/nonexistent/perf.data"), &[]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).starts_with("pstitch: /nonexistent/perf.data: "), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(255));
+    assert_eq!(stderr(&o), "failed to open /nonexistent/perf.data: No such file or directory\n");
     let o = pstitch(&golden("c-threads"), &["-F", "comm,nosuchfield"]);
-    assert_eq!(o.status.code(), Some(2));
-    let o = pstitch(&tmp("empty", b""), &[]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("offset 0x0: empty file"), "{}", stderr(&o));
-    let o = pstitch(&tmp("garbage", &[0x55; 200]), &[]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(129));
+    let empty = tmp("empty", b"");
+    let o = pstitch(&empty, &[]);
+    assert_eq!(o.status.code(), Some(255));
+    assert_eq!(stderr(&o), format!("zero-sized data ({}), nothing to do!\n", empty.display()));
+    let garbage = tmp("garbage", &[0x55; 200]);
+    let o = pstitch(&garbage, &[]);
+    assert_eq!(o.status.code(), Some(255));
+    assert_eq!(stderr(&o), "incompatible file format (rerun with -v to learn more)\n");
+    // -v says why.
+    let o = pstitch(&garbage, &["-v"]);
     assert!(stderr(&o).contains("not a perf.data file"), "{}", stderr(&o));
 }
 
@@ -309,7 +316,7 @@ fn damage_inside_compressed_data_names_both_offsets() {
     v.resize(chunk_at + 16 + padded, 0);
     let p = tmp("compressed-damage", &v);
     let o = pstitch(&p, &["--no-inline", "-F", "comm,tid,time,ip"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(255));
     let e = stderr(&o);
     assert!(
         e.lines().last().unwrap().ends_with(&format!(

@@ -2,6 +2,10 @@
 //! `pstitch script` inside the case directory and its stdout compared byte
 //! for byte with `<variant>.out`, which perf-ref (perf 7.2) produced from the
 //! same perf.data with the same options (see tests/fixtures/make-golden.sh).
+//! The exit status must be perf-ref's (`<variant>.status`), and where perf
+//! failed, printed nothing on stdout or said more on stderr than the lines
+//! make-golden.sh knows as incidental, its stderr (`<variant>.err`) is part
+//! of the expectation too, byte for byte.
 //!
 //! `tests/golden/pending.txt` lists variants known not to match yet, each
 //! with the issue that will fix it. They are reported as PENDING, never as
@@ -130,13 +134,19 @@ fn run(case: &Path, variant: &str) -> Result<usize, String> {
 fn run_with(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, String> {
     let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).map_err(|e| e.to_string())?;
     let expected = std::fs::read(case.join(format!("{variant}.out"))).map_err(|e| e.to_string())?;
+    let status = std::fs::read_to_string(case.join(format!("{variant}.status")))
+        .map_err(|e| format!("{variant}.status: {e} (tests/fixtures/make-golden.sh writes it)"))?;
+    let status: i32 = status.trim().parse().map_err(|_| format!("{variant}.status: not a number: {status:?}"))?;
+    let expected_err = std::fs::read(case.join(format!("{variant}.err"))).ok();
     let mut cmd = Command::new(binary());
     match threads {
         Some(t) => cmd.env("PSTITCH_THREADS", t),
         None => cmd.env_remove("PSTITCH_THREADS"),
     };
     if args.split_whitespace().any(|a| a == "--header" || a == "--header-only") {
-        pin_mtime(&case.join("perf.data"))?;
+        // A directory (perf record --threads): perf shows its data file's.
+        let data = case.join("perf.data");
+        pin_mtime(&if data.is_dir() { data.join("data") } else { data })?;
         cmd.env("TZ", "UTC");
     }
     let output = cmd
@@ -146,6 +156,18 @@ fn run_with(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, 
         .args(args.split_whitespace())
         .output()
         .map_err(|e| format!("cannot run pstitch: {e}"))?;
+    if output.status.code() != Some(status) {
+        return Err(format!(
+            "exit status {} where perf's is {status}; stderr:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    if let Some(e) = &expected_err
+        && output.stderr != *e
+    {
+        return Err(format!("stderr differs from perf's:\n{}", first_difference(&String::from_utf8_lossy(e), &String::from_utf8_lossy(&output.stderr))));
+    }
     if output.stdout == expected {
         return Ok(0);
     }

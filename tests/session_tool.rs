@@ -13,7 +13,6 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use pstitch::Result;
-use pstitch::perf_data::Input;
 use pstitch::perf_data::sample::context;
 use pstitch::{Context, SampleEvent, Session, SessionOptions, SymbolConfig, Tool, UnwindOptions};
 
@@ -78,7 +77,7 @@ fn run(perf_data: &Path) -> Vec<Shown> {
 }
 
 fn run_with(perf_data: &Path, options: SessionOptions) -> Vec<Shown> {
-    let mut input = Input::open(perf_data).expect("open");
+    let mut input = pstitch::open(perf_data, pstitch::Threads::Single).expect("open");
     let (evlist, features, _) = input.take_header();
     let pipe = input.pipe;
     let mut session = Session::new(input.records(), evlist, features, pipe, options);

@@ -40,6 +40,44 @@ impl Threads {
     }
 }
 
+/// A regular file, mapped (or read, where it cannot be mapped).
+fn map_file(path: &Path, threads: Threads) -> perf_data::Result<perf_data::FileBytes> {
+    map_opened(&std::fs::File::open(path)?, path, threads)
+}
+
+/// [`map_file`] of a file already open (a pager thread maps ahead of the
+/// reading when `threads` allows).
+fn map_opened(file: &std::fs::File, path: &Path, threads: Threads) -> perf_data::Result<perf_data::FileBytes> {
+    use std::io::Read;
+    match mapping::MappedInput::new(file, 0, threads == Threads::Parallel) {
+        Ok(m) => Ok(perf_data::FileBytes::Shared(std::sync::Arc::new(m))),
+        Err(_) => {
+            let mut v = Vec::new();
+            std::fs::File::open(path)?.read_to_end(&mut v)?;
+            Ok(perf_data::FileBytes::Owned(v))
+        }
+    }
+}
+
+/// A `perf record --threads` directory: its `data` file (header and first
+/// records), then its `data.N` files by number (perf takes them in
+/// directory order, which decides only between records of equal time).
+fn open_dir(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input> {
+    let data = map_file(&path.join("data"), threads)?;
+    let mut numbered: Vec<(u64, std::path::PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(n) = name.to_str().and_then(|n| n.strip_prefix("data.")).and_then(|n| n.parse().ok()) else { continue };
+        if entry.file_type()?.is_file() {
+            numbered.push((n, entry.path()));
+        }
+    }
+    numbered.sort();
+    let files = numbered.iter().map(|(_, p)| map_file(p, Threads::Single)).collect::<perf_data::Result<Vec<_>>>()?;
+    perf_data::Input::from_dir(data, files)
+}
+
 /// A pipe (standard input, a FIFO): read, and asked whether a read would
 /// wait (the session writes out what is final then).
 struct Pipe<R> {
@@ -60,15 +98,18 @@ impl<R: std::io::Read> perf_data::Stream for Pipe<R> {
 }
 
 /// Opens an input: `-` is standard input; a regular file is mapped (with
-/// a pager thread ahead of the reading when `threads` allows); anything
-/// else is read as a stream.
+/// a pager thread ahead of the reading when `threads` allows); a directory
+/// is a `perf record --threads` recording; anything else is read as a
+/// stream.
 pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input> {
-    use std::io::Read;
     use std::os::fd::AsRawFd;
     if path == Path::new("-") {
         let stdin = std::io::stdin();
         let fd = stdin.as_raw_fd();
         return perf_data::Input::from_stream(Box::new(Pipe { reader: stdin, fd }));
+    }
+    if path.is_dir() {
+        return open_dir(path, threads);
     }
     let file = std::fs::File::open(path)?;
     if !file.metadata()?.is_file() {
@@ -77,14 +118,7 @@ pub fn open_input(path: &Path, threads: Threads) -> perf_data::Result<perf_data:
     }
     // The pager starts at the data section, which the header names; the
     // first pages are the header's anyway.
-    match mapping::MappedInput::new(&file, 0, threads == Threads::Parallel) {
-        Ok(m) => perf_data::Input::from_bytes(perf_data::FileBytes::Shared(std::sync::Arc::new(m))),
-        Err(_) => {
-            let mut v = Vec::new();
-            std::fs::File::open(path)?.read_to_end(&mut v)?;
-            perf_data::Input::from_bytes(perf_data::FileBytes::Owned(v))
-        }
-    }
+    perf_data::Input::from_bytes(map_opened(&file, path, threads)?)
 }
 
 /// An output kept in memory that a printer on another thread writes and

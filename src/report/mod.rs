@@ -55,8 +55,12 @@ pub struct StacksConfig {
     /// see; with `--no-merge-callchains` perf still prints the deferred
     /// callchain records itself, with these fields.
     pub output: ScriptOptions,
-    /// `--time`.
+    /// `--time`, `-C`, `--pid`, `--tid`, `--comms` as given.
     pub time: Option<String>,
+    pub cpu_list: Option<String>,
+    pub pid_list: Option<String>,
+    pub tid_list: Option<String>,
+    pub comm_list: Option<String>,
     pub threads: Threads,
     /// perf's output goes to a terminal, where it is line-buffered (see
     /// [`Printed`]).
@@ -71,6 +75,10 @@ impl StacksConfig {
             symbols: c.symbols.clone(),
             output: c.output.clone(),
             time: c.time.clone(),
+            cpu_list: c.cpu_list.clone(),
+            pid_list: c.pid_list.clone(),
+            tid_list: c.tid_list.clone(),
+            comm_list: c.comm_list.clone(),
             threads: c.threads,
             terminal: false,
         }
@@ -90,13 +98,19 @@ pub fn collect(input: Input, source: Source<'_>, config: StacksConfig, sink: &mu
 }
 
 fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: StacksConfig, sink: &mut dyn StackSink, printed: W) -> (Report, Vec<printed::Flush>) {
-    let StacksConfig { session: mut session_opts, symbols, output, time, threads, .. } = config;
+    let StacksConfig { session: mut session_opts, symbols, output, time, cpu_list, pid_list, tid_list, comm_list, threads, .. } = config;
     let (max_stack, hide_call_graph) = (output.max_stack, output.hide_call_graph);
     let name = source.name;
     let mut messages = Vec::new();
     let (evlist, features, warnings) = input.take_header();
-    if let Err((outcome, m)) = crate::script::check_filters(time.as_deref(), &input, &features, &evlist, &mut session_opts) {
-        messages.push(m);
+    let lists = crate::script::FilterLists {
+        time: time.as_deref(),
+        cpu: cpu_list.as_deref(),
+        pid: pid_list.as_deref(),
+        tid: tid_list.as_deref(),
+        comm: comm_list.as_deref(),
+    };
+    if let Err(outcome) = crate::script::apply_filters(&lists, &input, &features, &evlist, &mut session_opts, &mut messages) {
         return (Report::stop(outcome, messages), Vec::new());
     }
     for w in &warnings {
@@ -135,7 +149,7 @@ fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: 
             }
             if let Err(e) = script.check_output(&evlist, features.get(feat::CLOCK_DATA).is_some()) {
                 messages.push(e.0);
-                return (Report::stop(Outcome::Usage, messages), Vec::new());
+                return (Report::stop(Outcome::Failed, messages), Vec::new());
             }
         }
         Some(script)
@@ -175,6 +189,7 @@ fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: 
         stitch: session.stitch_stats(),
         unwind: session.unwind_stats(),
         reading_cpu: crate::engine::thread_cpu(),
+        samples: 0,
         printing_cpu: Default::default(),
     };
     (report, flushes)

@@ -78,7 +78,8 @@ impl Script {
             let code = if cookie == Some(ip) { code | CODE_COOKIE } else { code };
             // In the map of the entry before (the most recent one found in
             // this mode): its symbols went out, the printer has it.
-            let same = found.front_has(mode, ip) && last_front == Some(mode);
+            let stop_bt = !self.symbolizer.config.bt_stop.is_empty();
+            let same = !stop_bt && found.front_has(mode, ip) && last_front == Some(mode);
             if same {
                 self.out.frame_same_map(self.buf.len(), ip, code);
                 continue;
@@ -92,11 +93,29 @@ impl Script {
             };
             // get and add leave a map they return at the front.
             last_front = map.is_some().then_some(mode);
-            self.frame_line(machine, ip, map, code);
+            let map = map.copied();
+            self.frame_line(machine, ip, map.as_ref(), code);
+            if stop_bt && code & CODE_COOKIE == 0 && self.stops_backtrace(machine, ip, map.as_ref()) {
+                break;
+            }
         }
         // A kernel map resized on the way changed the epoch; `found`
         // already forgot what that could change.
         self.recent_maps.keep(tid, machine.epoch(), found);
+    }
+
+    /// perf's `--stop-bt` test for a callchain entry: its symbol, or one of
+    /// the inline functions printed for it, is in the stop list (the
+    /// formatter ends the entry's inline lines at that one).
+    fn stops_backtrace(&mut self, machine: &Machine, ip: u64, map: Option<&Map>) -> bool {
+        let Some(m) = map else { return false };
+        let Some(sym) = self.symbolizer.find_symbol(&machine.dsos, m, ip) else { return false };
+        let inlines = if self.symbolizer.config.inline { self.symbolizer.inlines(&machine.dsos, m, ip, &sym) } else { Default::default() };
+        let stops = |name: &str| self.symbolizer.config.bt_stop.iter().any(|s| s == name);
+        if !inlines.is_empty() {
+            return inlines.iter().any(|e| stops(&e.name));
+        }
+        stops(&sym.name)
     }
 
     /// Leaves a line for the printing side.
@@ -132,7 +151,10 @@ impl Script {
             self.out.load(self.buf.len(), map.dso, LoadRequest::of(dso));
             return;
         }
-        let keep = self.trace_resolver && dso.kind == crate::machine::DsoKind::Kernel;
+        // The reading side keeps a copy of the kernel's symbols when it
+        // resolves kernel addresses itself: tracepoint text (`%pS`) and
+        // `--stop-bt`.
+        let keep = (self.trace_resolver || !self.symbolizer.config.bt_stop.is_empty()) && dso.kind == crate::machine::DsoKind::Kernel;
         let shipped = self.symbolizer.ship(&machine.dsos, map.dso, Some(map), keep);
         self.out.other(self.buf.len(), Other::Loaded(map.dso, Box::new(shipped)));
     }
@@ -406,6 +428,9 @@ impl FrameFormatter {
                         out.extend_from_slice(b" (inlined)");
                     }
                     out.push(b'\n');
+                    if self.symbolizer.config.bt_stop.iter().any(|s| **s == *e.name) {
+                        break;
+                    }
                 }
                 return stable;
             }

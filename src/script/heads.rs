@@ -19,6 +19,8 @@ use super::format;
 
 /// Heads by (tid, cpu), direct-mapped.
 pub struct Heads {
+    /// `-L`: perf's latency layout (`%8.8s` comm, `%3d` cpu).
+    latency: bool,
     slots: Box<[Head]>,
     /// The last tail: (period, event, field bits) and its text.
     tail: Option<(u64, usize, u64)>,
@@ -38,11 +40,16 @@ const HEAD: u64 = f::COMM | f::PID | f::TID | f::CPU;
 
 impl Default for Heads {
     fn default() -> Heads {
-        Heads { slots: (0..64).map(|_| Head::default()).collect(), tail: None, tail_text: Vec::new() }
+        Heads { latency: false, slots: (0..64).map(|_| Head::default()).collect(), tail: None, tail_text: Vec::new() }
     }
 }
 
 impl Heads {
+    /// `latency`: `-L`'s layout.
+    pub fn new(latency: bool) -> Heads {
+        Heads { latency, ..Heads::default() }
+    }
+
     /// Appends the head of a line (see [`head`]).
     #[allow(clippy::too_many_arguments)]
     #[inline]
@@ -52,7 +59,7 @@ impl Heads {
         let slot = &mut self.slots[(h >> 26) as usize];
         if slot.key != Some(key) || slot.comm != comm.as_bytes() {
             slot.text.clear();
-            head(&mut slot.text, fields, comm, pid, tid, cpu, comm_unpadded);
+            head(&mut slot.text, fields, comm, pid, tid, cpu, comm_unpadded, self.latency);
             slot.comm.clear();
             slot.comm.extend_from_slice(comm.as_bytes());
             slot.key = Some(key);
@@ -79,10 +86,16 @@ impl Heads {
     }
 }
 
-/// perf's comm, pid/tid and cpu fields of a line (`fprintf_sample_start`).
-pub fn head(out: &mut Vec<u8>, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, comm_unpadded: bool) {
+/// perf's comm, pid/tid and cpu fields of a line (`fprintf_sample_start`);
+/// `latency`: `-L`'s layout.
+#[allow(clippy::too_many_arguments)]
+pub fn head(out: &mut Vec<u8>, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, comm_unpadded: bool, latency: bool) {
     if fields & f::COMM != 0 {
-        if comm_unpadded {
+        if latency {
+            // `%8.8s`: at most 8 bytes, right-aligned in 8 columns.
+            let b = comm.as_bytes();
+            format::pad_left(out, &b[..b.len().min(8)], 8);
+        } else if comm_unpadded {
             out.extend_from_slice(comm.as_bytes());
         } else {
             format::pad_left(out, comm.as_bytes(), 16);
@@ -102,7 +115,10 @@ pub fn head(out: &mut Vec<u8>, fields: u64, comm: &str, pid: i32, tid: i32, cpu:
         format::int(out, tid as i64, 7, false);
         out.push(b' ');
     }
-    if fields & f::CPU != 0 {
+    if fields & f::CPU != 0 && latency {
+        format::int(out, cpu as i32 as i64, 3, false);
+        out.push(b' ');
+    } else if fields & f::CPU != 0 {
         out.push(b'[');
         let cpu = cpu as i32 as i64;
         if cpu < 0 {
@@ -158,7 +174,7 @@ mod tests {
             let unpadded = rnd(2) == 0;
             let (mut cached, mut fresh) = (b"x".to_vec(), b"x".to_vec());
             heads.head(&mut cached, fields, comm, pid, tid, cpu, unpadded);
-            head(&mut fresh, fields, comm, pid, tid, cpu, unpadded);
+            head(&mut fresh, fields, comm, pid, tid, cpu, unpadded, false);
             assert_eq!(cached, fresh);
             let (period, event) = (rnd(3) * 25_000, rnd(2) as usize);
             let tail = |o: &mut Vec<u8>| format::text(o, format_args!("{period:>10} ev{event}: "));

@@ -10,6 +10,7 @@
 //! ```
 
 mod callchain;
+mod dump;
 mod events;
 mod fields;
 mod format;
@@ -20,7 +21,7 @@ mod run;
 
 pub use fields::{FieldError, OutputFields};
 pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
-pub(crate) use run::{check_filters, session_messages};
+pub(crate) use run::{FilterLists, apply_filters, session_messages};
 
 use std::io::Write;
 
@@ -29,7 +30,7 @@ use perf_data::attr::{Attr, event_type, sample_type as st};
 use perf_data::evlist::Evlist;
 use perf_data::record::kind;
 use crate::error::{Error, Result};
-use crate::session::{Callchain, Context, DeferredEvent, Event, SampleEvent, SideBand, Tool};
+use crate::session::{Callchain, Context, DeferredEvent, Event, RawEvent, SampleEvent, SideBand, Tool};
 use crate::engine::Threads;
 use crate::engine::printer::Printer;
 use crate::symbols::Symbolizer;
@@ -46,6 +47,8 @@ pub const DEFAULT_MAX_STACK: usize = 127;
 /// Options that shape the output.
 #[derive(Debug, Clone)]
 pub struct ScriptOptions {
+    /// `--per-event-dump`: what this pass prints.
+    pub per_event: PerEvent,
     pub fields: OutputFields,
     pub nanosecs: bool,
     /// `-G` turns callchains off.
@@ -57,11 +60,61 @@ pub struct ScriptOptions {
     pub show_mmap_events: bool,
     /// `--show-lost-events`: print PERF_RECORD_LOST records.
     pub show_lost_events: bool,
+    /// `--show-switch-events`: SWITCH and SWITCH_CPU_WIDE records.
+    pub show_switch_events: bool,
+    /// `--show-namespace-events`: NAMESPACES records.
+    pub show_namespace_events: bool,
+    /// `--show-cgroup-events`: CGROUP records.
+    pub show_cgroup_events: bool,
+    /// `--show-round-events`: FINISHED_ROUND records (perf then delivers
+    /// records in file order, unsorted).
+    pub show_round_events: bool,
+    /// `--show-bpf-events`: KSYMBOL and BPF_EVENT records.
+    pub show_bpf_events: bool,
+    /// `--show-text-poke-events`: TEXT_POKE and KSYMBOL records.
+    pub show_text_poke_events: bool,
+    /// `--show-on-off-events`: the samples of `--switch-on`/`--switch-off`
+    /// events themselves.
+    pub show_on_off_events: bool,
+    /// `--reltime`: times relative to the first event printed.
+    pub reltime: bool,
+    /// `--deltatime`: times relative to the previous event printed.
+    pub deltatime: bool,
+    /// `-L`: perf's latency layout of the line start (`%8.8s` comm, `%3d`
+    /// cpu).
+    pub latency: bool,
+    /// `--show-kernel-path`: the kernel's DSO by its path.
+    pub show_kernel_path: bool,
+    /// `-d`: check sample order instead of printing samples.
+    pub debug_mode: bool,
+    /// `--dsos`: only samples whose ip is in one of these DSOs (by short or
+    /// long name).
+    pub dsos: Option<Vec<String>>,
+    /// `-S`: only samples whose ip is in one of these symbols.
+    pub symbols: Option<Vec<String>>,
+    /// `--addr-range`: with `-S` addresses, how many bytes after each
+    /// pass too.
+    pub addr_range: i32,
+}
+
+/// `--per-event-dump`, done in passes over the input: which of the
+/// delivered events a pass prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PerEvent {
+    /// Everything (no `--per-event-dump`).
+    #[default]
+    All,
+    /// The samples of this event only (to its dump file).
+    Samples(usize),
+    /// Everything but the samples (perf prints the other records to
+    /// standard output), then `trailer` (perf's summary of the files).
+    Others { trailer: String },
 }
 
 impl Default for ScriptOptions {
     fn default() -> Self {
         ScriptOptions {
+            per_event: PerEvent::All,
             fields: OutputFields::default(),
             nanosecs: false,
             hide_call_graph: false,
@@ -69,8 +122,53 @@ impl Default for ScriptOptions {
             show_task_events: false,
             show_mmap_events: false,
             show_lost_events: false,
+            show_switch_events: false,
+            show_namespace_events: false,
+            show_cgroup_events: false,
+            show_round_events: false,
+            show_bpf_events: false,
+            show_text_poke_events: false,
+            show_on_off_events: false,
+            reltime: false,
+            deltatime: false,
+            latency: false,
+            show_kernel_path: false,
+            debug_mode: false,
+            dsos: None,
+            symbols: None,
+            addr_range: 0,
         }
     }
+}
+
+/// A comma-separated list (perf's strlist: entries trimmed, empty ones
+/// dropped), as `--dsos`, `-S`, `--stop-bt` and `--comms` take them.
+pub fn parse_list(s: &str) -> Vec<String> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
+}
+
+/// `--symfs DIR[,LAYOUT]` as perf's `symbol__config_symfs` reads it: the
+/// directory up to the last comma, and whether files are looked up by
+/// their base name (`flat`) rather than their whole path (`hierarchy`, the
+/// default). `Err`: perf's message for another layout.
+pub fn parse_symfs(arg: &str) -> std::result::Result<(std::path::PathBuf, bool), String> {
+    match arg.rsplit_once(',') {
+        None => Ok((arg.into(), false)),
+        Some((dir, "flat")) => Ok((dir.into(), true)),
+        Some((dir, "hierarchy")) => Ok((dir.into(), false)),
+        Some((_, layout)) => Err(format!("Invalid layout: '{layout}', use 'hierarchy' or 'flat'")),
+    }
+}
+
+/// `-D` / `--dump-unsorted-raw-trace`: perf's record-by-record dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dump {
+    #[default]
+    None,
+    /// `-D`: records dumped as they are delivered (in time order).
+    Sorted,
+    /// `--dump-unsorted-raw-trace`: in file order.
+    Unsorted,
 }
 
 /// The `perf script` tool: prints what the session delivers.
@@ -111,12 +209,70 @@ pub(crate) struct Script {
     /// What to say afterwards: features that could not be printed,
     /// tracing data that was skipped in part.
     pub warnings: Vec<String>,
+    /// What perf itself says on stderr, word for word (`-d`).
+    pub said: Vec<String>,
+    /// `--reltime`, `--deltatime`: the first and the previous time shown.
+    initial_time: u64,
+    previous_time: u64,
+    /// `-d`: the last sample time seen, and how many went backwards.
+    last_timestamp: u64,
+    nr_unordered: u64,
+    /// `--switch-on`/`--switch-off` (perf's `evswitch`).
+    evswitch: EvSwitch,
+    /// `-D`, `--dump-unsorted-raw-trace`: how the dump names the input
+    /// (`perf.data`, `pipe`).
+    pub dump: Option<String>,
+    /// `--dump-unsorted-raw-trace`: records are shown in file order.
+    pub dump_unordered: bool,
+    /// Samples printed (perf's count for `--per-event-dump`).
+    pub samples_printed: u64,
+}
+
+/// perf's `struct evswitch`: samples are shown from an occurrence of the
+/// `on` event, and no more after the `off` event.
+#[derive(Debug, Default)]
+pub(crate) struct EvSwitch {
+    pub on: Option<usize>,
+    pub off: Option<usize>,
+    pub show_on_off_events: bool,
+    discarding: bool,
+}
+
+impl EvSwitch {
+    pub fn new(on: Option<usize>, off: Option<usize>, show_on_off_events: bool) -> EvSwitch {
+        EvSwitch { on, off, show_on_off_events, discarding: on.is_some() }
+    }
+
+    /// perf's `evswitch__discard`, quirks included: with `--switch-off`
+    /// alone only the off event's own samples are hidden.
+    fn discard(&mut self, evsel: usize) -> bool {
+        if let Some(on) = self.on
+            && self.discarding
+        {
+            if on != evsel {
+                return true;
+            }
+            self.discarding = false;
+            return !self.show_on_off_events;
+        }
+        if let Some(off) = self.off
+            && !self.discarding
+        {
+            if off != evsel {
+                return false;
+            }
+            self.discarding = true;
+            return !self.show_on_off_events;
+        }
+        false
+    }
 }
 
 impl Script {
     /// Starts the printer thread (see [`output`]) writing to `out`.
     pub fn new<W: Write + Send + 'static>(opts: ScriptOptions, symbolizer: Symbolizer, out: W, threads: Threads) -> Script {
         let use_callchain = !opts.hide_call_graph;
+        let latency = opts.latency;
         Script {
             opts,
             dso_journal: 0,
@@ -130,7 +286,7 @@ impl Script {
             checked: [false; fields::NR_TYPES],
             ip_opts: [IpOpts::default(); fields::NR_TYPES],
             name_width: None,
-            heads: heads::Heads::default(),
+            heads: heads::Heads::new(latency),
             endian: perf_data::bytes::Endian::NATIVE,
             tracing: None,
             trace_resolver: false,
@@ -138,7 +294,21 @@ impl Script {
             combined_sample_type: 0,
             features: None,
             warnings: Vec::new(),
+            said: Vec::new(),
+            initial_time: 0,
+            previous_time: 0,
+            last_timestamp: 0,
+            nr_unordered: 0,
+            evswitch: EvSwitch::default(),
+            dump: None,
+            dump_unordered: false,
+            samples_printed: 0,
         }
+    }
+
+    /// `--switch-on`/`--switch-off`, resolved to events.
+    pub fn set_evswitch(&mut self, evswitch: EvSwitch) {
+        self.evswitch = evswitch;
     }
 
     /// Takes the tracing data (TRACING_DATA feature section in file mode,
@@ -282,6 +452,7 @@ impl Script {
         if fields == 0 {
             return Ok(());
         }
+        self.samples_printed += 1;
         let ip_opts = self.ip_opts[ty];
         let with_callchain = self.use_callchain && attr.samples(st::CALLCHAIN);
         self.print_start(fields, ev.comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
@@ -426,15 +597,16 @@ impl Script {
                 }
             }
             use perf_data::record::misc as m;
-            let extra = match record_type {
-                kind::MMAP | kind::MMAP2 if misc & m::MMAP_DATA != 0 => Some(b'M'),
-                kind::COMM if misc & m::COMM_EXEC != 0 => Some(b'E'),
-                _ => None,
+            let extra: &[u8] = match record_type {
+                kind::MMAP | kind::MMAP2 if misc & m::MMAP_DATA != 0 => b"M",
+                kind::COMM if misc & m::COMM_EXEC != 0 => b"E",
+                kind::SWITCH | kind::SWITCH_CPU_WIDE if misc & m::SWITCH_OUT != 0 => {
+                    if misc & m::SWITCH_OUT_PREEMPT != 0 { b"Sp" } else { b"S" }
+                }
+                _ => b"",
             };
-            if let Some(c) = extra {
-                out.push(c);
-                n += 1;
-            }
+            out.extend_from_slice(extra);
+            n += extra.len();
             for _ in n..6 {
                 out.push(b' ');
             }
@@ -444,6 +616,8 @@ impl Script {
             out.extend_from_slice(b"disabled ");
         }
         if fields & f::TIME != 0 {
+            let time = self.shown_time(time);
+            let out = &mut self.buf;
             if self.opts.nanosecs {
                 format::uint(out, time / 1_000_000_000, 5);
                 out.push(b'.');
@@ -452,6 +626,24 @@ impl Script {
             } else {
                 heads::time_usecs(out, time);
             }
+        }
+    }
+
+    /// The time a line shows: `--reltime` from the first event shown,
+    /// `--deltatime` from the previous one (perf's
+    /// `perf_sample__fprintf_start`; a time of 0 does not start the clock).
+    fn shown_time(&mut self, time: u64) -> u64 {
+        if self.opts.reltime {
+            if self.initial_time == 0 {
+                self.initial_time = time;
+            }
+            time.wrapping_sub(self.initial_time)
+        } else if self.opts.deltatime {
+            let t = if self.previous_time != 0 { time.wrapping_sub(self.previous_time) } else { 0 };
+            self.previous_time = time;
+            t
+        } else {
+            time
         }
     }
 
@@ -488,11 +680,60 @@ impl Script {
         self.find_map(machine, tid, addr_mode, addr)
     }
 
+    /// perf's `machine__resolve` filters for `--dsos` and `-S`: the sample
+    /// ip must be in one of the DSOs (short or long name), and in one of
+    /// the symbols (by name, by the `0x` address of its start, or, for
+    /// entries that read as hex numbers, at that very address or within
+    /// `--addr-range` bytes after it).
+    fn filtered(&mut self, machine: &mut Machine, ev: &SampleEvent<'_>) -> bool {
+        let s = ev.sample;
+        let map = self.find_map(machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
+        if let Some(list) = &self.opts.dsos {
+            let Some(m) = &map else { return true };
+            let dso = machine.dsos.get(m.dso);
+            let long: &str = &dso.name;
+            let short = if dso.kind == crate::machine::DsoKind::Kernel { long } else { long.rsplit('/').next().unwrap_or(long) };
+            if !list.iter().any(|d| d == short || (short != long && d == long)) {
+                return true;
+            }
+        }
+        let Some(symbols) = &self.opts.symbols else { return false };
+        let (names, addrs) = symbol_filter(symbols);
+        let sym = map.as_ref().and_then(|m| self.symbolizer.find_symbol(&machine.dsos, m, s.ip).map(|sym| (m, sym)));
+        let mut pass = false;
+        if let Some((m, sym)) = &sym {
+            pass = names.iter().any(|n| **n == *sym.name) || names.iter().any(|n| **n == format!("{:#x}", m.unmap_ip(sym.start)));
+        }
+        if !pass && !addrs.is_empty() && map.is_some() {
+            let range = self.opts.addr_range;
+            pass = addrs.contains(&s.ip) || (range != 0 && addrs.iter().any(|&a| s.ip >= a && s.ip < a.wrapping_add(range as i64 as u64)));
+        }
+        !pass
+    }
+
     /// perf's `sample__fprintf_sym` without a callchain: the sample ip.
     fn print_ip_line(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64, opts: IpOpts) {
         let map = self.find_map(machine, tid, mode, ip);
         self.frame(machine, callchain::FrameJob { ip, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
     }
+}
+
+/// perf's `setup_addrlist`: `-S` entries that read whole as hex numbers
+/// (C's `strtoul(s, &end, 16)`, trailing blanks allowed) are addresses,
+/// the others symbol names.
+fn symbol_filter(list: &[String]) -> (Vec<&String>, Vec<u64>) {
+    let mut names = Vec::new();
+    let mut addrs = Vec::new();
+    for e in list {
+        let t = e.trim_start();
+        let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).filter(|r| r.starts_with(|c: char| c.is_ascii_hexdigit())).unwrap_or(t);
+        let end = t.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(t.len());
+        match u64::from_str_radix(&t[..end], 16) {
+            Ok(v) if end > 0 && t[end..].trim_end().is_empty() => addrs.push(v),
+            _ => names.push(e),
+        }
+    }
+    (names, addrs)
 }
 
 /// perf's `get_page_size_name`.
@@ -530,7 +771,38 @@ impl Tool for Script {
 
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
+        match self.opts.per_event {
+            PerEvent::All => {}
+            PerEvent::Samples(i) if i == ev.evsel => {}
+            _ => return Ok(()),
+        }
+        if self.opts.debug_mode {
+            // perf's `-d`: check the order, print nothing.
+            let t = ev.sample.time;
+            if t < self.last_timestamp {
+                self.said.push(format!("Samples misordered, previous: {} this: {t}", self.last_timestamp));
+                self.nr_unordered += 1;
+            }
+            self.last_timestamp = t;
+            return Ok(());
+        }
+        if (self.opts.dsos.is_some() || self.opts.symbols.is_some()) && self.filtered(cx.machine, ev) {
+            return Ok(());
+        }
+        if self.evswitch.discard(ev.evsel) {
+            return Ok(());
+        }
         self.print_sample(cx.machine, cx.evlist, ev)
+    }
+
+    fn finish(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        if let PerEvent::Others { trailer } = &self.opts.per_event {
+            self.buf.extend_from_slice(trailer.as_bytes());
+        }
+        if self.opts.debug_mode {
+            self.said.push(format!("Misordered timestamps: {}", self.nr_unordered));
+        }
+        Ok(())
     }
 
     fn deferred_callchain(&mut self, cx: &mut Context<'_>, ev: &DeferredEvent<'_>) -> Result<()> {
@@ -540,18 +812,53 @@ impl Tool for Script {
 
     fn record(&mut self, cx: &mut Context<'_>, ev: &Event<'_>) -> Result<()> {
         self.endian = cx.endian;
-        let (pid, tid, time) = match ev.side_band {
-            SideBand::Mmap(m) if self.opts.show_mmap_events => (m.pid, m.tid, 0),
-            SideBand::Comm(c) if self.opts.show_task_events => (c.pid, c.tid, 0),
-            SideBand::Fork(t) | SideBand::Exit(t) if self.opts.show_task_events => (t.pid, t.tid, t.time),
-            // perf script's process_lost_event: the thread of the
-            // sample_id, none without sample_id_all.
-            SideBand::Lost(_) if self.opts.show_lost_events => {
-                if cx.evlist.evsels[ev.evsel].attr.sample_id_all() { (ev.id.pid, ev.id.tid, 0) } else { (-1, -1, 0) }
+        if matches!(self.opts.per_event, PerEvent::Samples(_)) {
+            return Ok(());
+        }
+        let o = &self.opts;
+        // perf script's process_*_event: the thread of the sample_id (none
+        // without sample_id_all), or the one the record names.
+        let id_thread = if cx.evlist.evsels[ev.evsel].attr.sample_id_all() { (ev.id.pid, ev.id.tid, 0) } else { (-1, -1, 0) };
+        let (pid, tid, time) = match (ev.record.header.type_, ev.side_band) {
+            (_, SideBand::Mmap(m)) if o.show_mmap_events => (m.pid, m.tid, 0),
+            (_, SideBand::Comm(c)) if o.show_task_events => (c.pid, c.tid, 0),
+            (_, SideBand::Fork(t) | SideBand::Exit(t)) if o.show_task_events => (t.pid, t.tid, t.time),
+            (_, SideBand::Lost(_)) if o.show_lost_events => id_thread,
+            (kind::SWITCH | kind::SWITCH_CPU_WIDE, _) if o.show_switch_events => id_thread,
+            (kind::NAMESPACES, _) if o.show_namespace_events => {
+                let b = ev.record.body();
+                (cx.endian.read_u32(b, 0).unwrap_or(0) as i32, cx.endian.read_u32(b, 4).unwrap_or(0) as i32, 0)
             }
+            (kind::CGROUP, _) if o.show_cgroup_events => id_thread,
+            (kind::KSYMBOL, _) if o.show_bpf_events || o.show_text_poke_events => id_thread,
+            (kind::BPF_EVENT, _) if o.show_bpf_events => id_thread,
+            (kind::TEXT_POKE, _) if o.show_text_poke_events => id_thread,
             _ => return Ok(()),
         };
         self.print_side_band(cx, ev, pid, tid, time);
+        Ok(())
+    }
+
+    fn resolved(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) {
+        if !self.opts.debug_mode {
+            self.dump_resolved(cx.machine, ev);
+        }
+    }
+
+    fn dump(&mut self, cx: &mut Context<'_>, ev: &RawEvent<'_>) -> Result<()> {
+        if self.dump.is_some() {
+            self.endian = cx.endian;
+            self.dump_record(cx, ev);
+            self.maybe_flush()?;
+        }
+        Ok(())
+    }
+
+    fn round(&mut self, _cx: &mut Context<'_>) -> Result<()> {
+        if self.opts.show_round_events {
+            self.buf.extend_from_slice(b"PERF_RECORD_FINISHED_ROUND\n");
+            self.maybe_flush()?;
+        }
         Ok(())
     }
 

@@ -30,6 +30,22 @@ pub struct ScriptConfig {
     /// `--time` as perf takes it (percentages are of the recording's
     /// span, which the input's header says).
     pub time: Option<String>,
+    /// `-C`, `--pid`, `--tid`, `--comms` as given: perf reads them once
+    /// the input is open (a CPU list is checked against the recording's
+    /// CPUs). They add to `session.filter`.
+    pub cpu_list: Option<String>,
+    pub pid_list: Option<String>,
+    pub tid_list: Option<String>,
+    pub comm_list: Option<String>,
+    /// `--switch-on`, `--switch-off`: event names.
+    pub switch_on: Option<String>,
+    pub switch_off: Option<String>,
+    /// `--stitch-lbr` (perf warns when the recording has no LBR callchains).
+    pub stitch_lbr: bool,
+    /// `-D`, `--dump-unsorted-raw-trace`.
+    pub dump: super::Dump,
+    /// `--per-event-dump`: each event's lines go to `<input>.<event>.dump`.
+    pub per_event_dump: bool,
     pub threads: Threads,
 }
 
@@ -48,6 +64,8 @@ pub enum HeaderMode {
 pub struct Source<'a> {
     /// How messages call the input.
     pub name: &'a str,
+    /// The input's path (`--per-event-dump` names its files after it).
+    pub path: Option<&'a std::path::Path>,
     /// The input's modification time (`--header` prints it).
     pub mtime: Option<i64>,
     /// Called every few thousand records and at the end.
@@ -60,7 +78,7 @@ pub struct Source<'a> {
 
 impl<'a> Source<'a> {
     pub fn named(name: &'a str) -> Source<'a> {
-        Source { name, mtime: None, progress: None, process_exits: false }
+        Source { name, path: None, mtime: None, progress: None, process_exits: false }
     }
 }
 
@@ -70,13 +88,17 @@ pub enum Outcome {
     /// Everything was read and printed (warnings may have been said), or
     /// the reader of the output went away (`| head`).
     Printed,
-    /// An option's value is wrong for this input (a `-F` field its events
-    /// lack, a `--time` perf rejects).
-    Usage,
-    /// The input could not be read completely: unreadable, refused as perf
-    /// refuses it, or damaged (what came before the damage was printed);
-    /// or the output could not be written.
+    /// perf's -EINVAL: an option's value does not fit this input (a
+    /// `--time` perf rejects).
+    Invalid,
+    /// perf's -1: the input could not be read completely (unreadable,
+    /// refused as perf refuses it, or damaged: what came before the damage
+    /// was printed), an option does not fit it (a `-F` field its events
+    /// lack, a CPU it does not have), or the output could not be written.
     Failed,
+    /// perf's -ENOENT: an event named by `--switch-on`/`--switch-off` is
+    /// not in the recording.
+    NotFound,
 }
 
 /// What a run did and has to say.
@@ -89,11 +111,13 @@ pub struct Report {
     pub stats: Stats,
     /// What became of deferred callchains.
     pub stitch: StitchStats,
-    /// What became of `--call-graph dwarf` samples.
+    /// What became of `--call-graph dwarf` user stacks.
     pub unwind: UnwindStats,
     /// CPU time of the reading side, and of the printing threads.
     pub reading_cpu: std::time::Duration,
     pub printing_cpu: std::time::Duration,
+    /// Samples printed.
+    pub samples: u64,
 }
 
 impl Report {
@@ -106,6 +130,7 @@ impl Report {
             unwind: UnwindStats::default(),
             reading_cpu: Default::default(),
             printing_cpu: Default::default(),
+            samples: 0,
         }
     }
 }
@@ -141,9 +166,85 @@ impl<T> std::ops::DerefMut for KeepAtExit<T> {
 
 /// Prints `input` as `perf script` does, to `out`. Never panics on any
 /// input.
-pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: ScriptConfig, mut out: W) -> Report {
-    let ScriptConfig { output, session: mut session_opts, symbols, header: header_mode, show_info, time, threads } = config;
+pub fn run<W: Write + Send + 'static>(input: Input, source: Source<'_>, config: ScriptConfig, out: W) -> Report {
+    match source.path {
+        Some(path) if config.per_event_dump && !input.pipe && config.header != HeaderMode::Only => {
+            per_event_dump(input, path, source, config, out)
+        }
+        _ => run_once(input, source, config, out),
+    }
+}
+
+/// `--per-event-dump`: perf writes each event's samples to
+/// `<input>.<event>.dump` (all files are created first; one that cannot be
+/// ends the run) and everything else to `out`, followed by a line per file
+/// (`[ perf script: Wrote 0.059 MB perf.data.cpu-clock:u.dump (273 samples) ]`).
+/// pstitch reads the input once per event, then once for the rest.
+fn per_event_dump<W: Write + Send + 'static>(mut input: Input, path: &std::path::Path, source: Source<'_>, config: ScriptConfig, out: W) -> Report {
+    let (evlist, features, _) = input.take_header();
+    if let Some(info) = input.info.as_mut() {
+        info.evlist = evlist.clone();
+        info.features = features.clone();
+    }
+    let mut files = Vec::new();
+    for ev in &evlist.evsels {
+        let name = ev.name.clone().unwrap_or_else(|| ev.name());
+        let file_name = format!("{}.{name}.dump", path.display());
+        match std::fs::File::create(&file_name) {
+            Ok(f) => files.push((file_name, f)),
+            Err(_) => return Report::stop(Outcome::Failed, vec!["Couldn't create the per event dump files".into()]),
+        }
+    }
+    let mut trailer = String::new();
+    for (i, (file_name, file)) in files.into_iter().enumerate() {
+        let pass_input = match crate::engine::open_input(path, config.threads) {
+            Ok(i) => i,
+            Err(e) => return Report::stop(Outcome::Failed, vec![format!("pstitch: {}: {e}", source.name)]),
+        };
+        let mut pass = config.clone();
+        pass.per_event_dump = false;
+        pass.output.per_event = super::PerEvent::Samples(i);
+        let src = Source { name: source.name, path: Some(path), mtime: source.mtime, progress: None, process_exits: false };
+        let written = run_once(pass_input, src, pass, file);
+        if written.outcome != Outcome::Printed {
+            return written;
+        }
+        // perf fstat()s the file before its stdio buffer (of st_blksize
+        // bytes) is flushed: what the last buffer holds is not counted.
+        let size = std::fs::metadata(&file_name).map_or(0, |m| {
+            use std::os::unix::fs::MetadataExt;
+            let block = if m.blksize() > 0 { m.blksize() } else { 8192 };
+            m.len() / block * block
+        });
+        trailer += &format!("[ perf script: Wrote {:.3} MB {file_name} ({} samples) ]\n", size as f64 / 1024.0 / 1024.0, written.samples);
+    }
+    let mut rest = config;
+    rest.per_event_dump = false;
+    rest.output.per_event = super::PerEvent::Others { trailer };
+    run_once(input, source, rest, out)
+}
+
+fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: ScriptConfig, mut out: W) -> Report {
+    let ScriptConfig {
+        output,
+        session: mut session_opts,
+        symbols,
+        header: header_mode,
+        show_info,
+        time,
+        cpu_list,
+        pid_list,
+        tid_list,
+        comm_list,
+        switch_on,
+        switch_off,
+        stitch_lbr,
+        dump,
+        per_event_dump: _,
+        threads,
+    } = config;
     let name = source.name;
+    let show_on_off = output.show_on_off_events;
     let mut messages = Vec::new();
     let (evlist, features, warnings) = input.take_header();
     if header_mode != HeaderMode::None {
@@ -151,7 +252,7 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
         match input.info.as_ref() {
             Some(info) => {
                 let pmus = header::Pmus::system();
-                for w in header::print_file_info(&mut text, source.mtime, &info.header, &features, &evlist, show_info, &pmus) {
+                for w in header::print_file_info(&mut text, source.mtime, &info.header, &features, &evlist, show_info, &pmus, input.is_dir()) {
                     messages.push(format!("pstitch: {name}: warning: {w}"));
                 }
             }
@@ -169,18 +270,18 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
             return Report::stop(Outcome::Printed, messages);
         }
     }
-    if let Err((outcome, m)) = check_filters(time.as_deref(), &input, &features, &evlist, &mut session_opts) {
-        messages.push(m);
-        return Report::stop(outcome, messages);
-    }
     for w in &warnings {
         messages.push(format!("pstitch: {name}: warning: {w}"));
     }
-    // perf unwinds --call-graph dwarf samples when it prints their
-    // callchain.
-    if session_opts.unwind.is_none() && !output.hide_call_graph {
-        session_opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone() });
+    if stitch_lbr && !evlist.evsels.iter().any(|e| e.attr.samples(sample_type::BRANCH_STACK)) {
+        messages.push("Can't find LBR callchain. Switch off --stitch-lbr.".to_string());
+        messages.push("Please apply --call-graph lbr when recording.".to_string());
     }
+    let lists = FilterLists { time: None, cpu: cpu_list.as_deref(), pid: pid_list.as_deref(), tid: tid_list.as_deref(), comm: comm_list.as_deref() };
+    if let Err(outcome) = list_filters(&lists, &evlist, &features, &mut session_opts, &mut messages) {
+        return Report::stop(outcome, messages);
+    }
+    let (max_stack, hide_call_graph, unwind_files) = (output.max_stack, output.hide_call_graph, symbols.clone());
     let mut symbolizer = Symbolizer::new(symbols);
     symbolizer.set_build_ids(features.build_ids());
     if threads == Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(flag::EXCLUDE_KERNEL)) {
@@ -188,6 +289,11 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     }
     let mut script = KeepAtExit { value: Some(Script::new(output, symbolizer, out, threads)), exiting: source.process_exits };
     let pipe = input.pipe;
+    if dump != super::Dump::None {
+        // perf names a pipe's records `pipe`, whatever the input's name.
+        script.dump = Some(if pipe { "pipe".into() } else { name.to_string() });
+        script.dump_unordered = dump == super::Dump::Unsorted;
+    }
     if !pipe {
         if let Some(td) = features.get(feat::TRACING_DATA)
             && let Err(e) = script.load_tracing_data(td, false)
@@ -200,12 +306,42 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
         }
         if let Err(e) = script.check_output(&evlist, features.get(feat::CLOCK_DATA).is_some()) {
             messages.push(e.0);
-            return Report::stop(Outcome::Usage, messages);
+            return Report::stop(Outcome::Failed, messages);
         }
+    }
+    if let Some(t) = &time
+        && let Err(outcome) = time_filter(t, &input, &features, &mut session_opts, &mut messages)
+    {
+        return Report::stop(outcome, messages);
     }
     if pipe && (header_mode != HeaderMode::None || show_info) {
         // perf prints pipe-mode features as they arrive.
         script.print_features(header::FeatureStream::new(show_info, header::Pmus::system()));
+    }
+    if switch_on.is_some() || switch_off.is_some() {
+        // perf's evswitch__init: the events are found by name.
+        let find = |which: &str, name: &Option<String>, messages: &mut Vec<String>| -> Result<Option<usize>, ()> {
+            let Some(name) = name else { return Ok(None) };
+            match evlist.evsels.iter().position(|e| script.event_name(e) == *name) {
+                Some(i) => Ok(Some(i)),
+                None => {
+                    messages.push(format!("ERROR: switch-{which} event not found ({name})"));
+                    messages.push("HINT:  use 'perf evlist' to see the available event names".to_string());
+                    Err(())
+                }
+            }
+        };
+        let on = find("on", &switch_on, &mut messages);
+        let off = if on.is_ok() { find("off", &switch_off, &mut messages) } else { Ok(None) };
+        match (on, off) {
+            (Ok(on), Ok(off)) => script.set_evswitch(super::EvSwitch::new(on, off, show_on_off)),
+            _ => return Report::stop(Outcome::NotFound, messages),
+        }
+    }
+    // perf unwinds --call-graph dwarf samples when it prints their
+    // callchain.
+    if session_opts.unwind.is_none() && !hide_call_graph {
+        session_opts.unwind = Some(UnwindOptions { max_stack, files: unwind_files });
     }
     let mut session = Session::new(input.records(), evlist, features, pipe, session_opts);
     if let Some(p) = source.progress {
@@ -215,13 +351,15 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     let flushed = script.flush();
     let stats = session.stats.clone();
     let stitch = session.stitch_stats();
-    let unwind = session.unwind_stats();
     let (reading_cpu, printing_cpu) = (crate::engine::thread_cpu(), script.printer_cpu());
-    let report = |outcome, messages| Report { outcome, messages, stats, stitch, unwind, reading_cpu, printing_cpu };
+    let unwind = session.unwind_stats();
+    let samples = script.samples_printed;
+    let report = |outcome, messages| Report { outcome, messages, stats, stitch, unwind, reading_cpu, printing_cpu, samples };
     // `pstitch script ... | head`: the reader has gone, so has our audience.
     if result.as_ref().is_err_and(Error::is_broken_pipe) || flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
         return report(Outcome::Printed, messages);
     }
+    messages.append(&mut script.said);
     session_messages(name, &session, std::mem::take(&mut script.warnings), &mut messages);
     let mut outcome = Outcome::Printed;
     if let Err(e) = flushed {
@@ -234,31 +372,38 @@ pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, conf
     report(outcome, messages)
 }
 
-/// perf's checks of the sample filters against the input before reading:
-/// `--time` (percentages need the span the recording stored) and `-C`
-/// (every event type needs CPU in its samples). Sets the time ranges in
-/// `opts`; `Err` with how the run ends and what to say.
-pub(crate) fn check_filters(time: Option<&str>, input: &Input, features: &Features, evlist: &Evlist, opts: &mut SessionOptions) -> std::result::Result<(), (Outcome, String)> {
-    if let Some(t) = time {
-        // Percentages are of the span perf record stored in SAMPLE_TIME.
-        let (first, last) = features
-            .get(feat::SAMPLE_TIME)
-            .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
-            .unwrap_or((0, 0));
-        if t.contains('%') && first == 0 && last == 0 {
-            return Err((Outcome::Usage, "HINT: no first/last sample time found in perf data.".to_string()));
-        }
-        opts.filter.time = crate::session::filter::parse_time(t, first, last).map_err(|e| (Outcome::Usage, e))?;
+/// perf's MAX_NR_CPUS.
+const MAX_NR_CPUS: u32 = 4096;
+
+/// perf's `perf_session__cpu_bitmap`: `-C` needs CPU in the samples of the
+/// first event of every kernel event type, a valid list (libperf's
+/// `perf_cpu_map__new`), and CPUs the recording had. `None` once the
+/// reason was said.
+fn cpu_bitmap(evlist: &perf_data::evlist::Evlist, features: &perf_data::features::Features, list: &str, messages: &mut Vec<String>) -> Option<std::collections::BTreeSet<u32>> {
+    const PERF_TYPE_MAX: u32 = 6;
+    let mut seen = std::collections::BTreeSet::new();
+    let lacking = evlist.evsels.iter().filter(|e| e.attr.type_ < PERF_TYPE_MAX && seen.insert(e.attr.type_)).any(|e| !e.attr.samples(sample_type::CPU));
+    if lacking {
+        messages.push("File does not contain CPU events. Remove -C option to proceed.".to_string());
+        return None;
     }
-    if opts.filter.cpus.is_some() {
-        // perf requires CPU in the first event of every type.
-        let mut seen = std::collections::BTreeSet::new();
-        let lacking = evlist.evsels.iter().filter(|e| seen.insert(e.attr.type_)).any(|e| !e.attr.samples(sample_type::CPU));
-        if lacking {
-            return Err((Outcome::Failed, "File does not contain CPU events. Remove -C option to proceed.".to_string()));
+    let cpus = match crate::session::filter::parse_cpu_map(list) {
+        Ok(c) => c,
+        Err(warning) => {
+            messages.extend(warning);
+            messages.push("Invalid cpu_list".to_string());
+            return None;
         }
+    };
+    let nr_cpus = features.nr_cpus().map_or(0, |(_, avail)| avail).min(MAX_NR_CPUS);
+    if cpus.warned {
+        messages.push(format!("Perf can support {MAX_NR_CPUS} CPUs. Consider raising MAX_NR_CPUS"));
     }
-    Ok(())
+    if let Some(&too_large) = cpus.cpus.iter().find(|&&c| c >= nr_cpus) {
+        messages.push(format!("Requested CPU {too_large} too large. Consider raising MAX_NR_CPUS"));
+        return None;
+    }
+    Some(cpus.cpus.into_iter().collect())
 }
 
 /// What a finished session has to say: the tool's warnings and the
@@ -333,4 +478,85 @@ fn unwind_message(u: &UnwindStats) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| format!("--call-graph dwarf: {}", parts.join("; ")))
+}
+
+/// The sample filters' lists as given (`--time`, `-C`, `--pid`, `--tid`,
+/// `--comms`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FilterLists<'c> {
+    pub time: Option<&'c str>,
+    pub cpu: Option<&'c str>,
+    pub pid: Option<&'c str>,
+    pub tid: Option<&'c str>,
+    pub comm: Option<&'c str>,
+}
+
+/// perf's checks and settings of the sample filters before reading, for
+/// the report commands as for `pstitch script`; `Err` with how the run
+/// ends (`messages` says why).
+pub(crate) fn apply_filters(
+    lists: &FilterLists<'_>,
+    input: &Input,
+    features: &Features,
+    evlist: &Evlist,
+    opts: &mut SessionOptions,
+    messages: &mut Vec<String>,
+) -> std::result::Result<(), Outcome> {
+    list_filters(lists, evlist, features, opts, messages)?;
+    match lists.time {
+        Some(t) => time_filter(t, input, features, opts, messages),
+        None => Ok(()),
+    }
+}
+
+/// perf's symbol__init: the thread lists (a bad one ends the run quietly,
+/// successfully, with nothing printed), the comm list, and the CPU list
+/// against the recording.
+fn list_filters(lists: &FilterLists<'_>, evlist: &Evlist, features: &Features, opts: &mut SessionOptions, messages: &mut Vec<String>) -> std::result::Result<(), Outcome> {
+    let filter = &mut opts.filter;
+    for (list, what, set) in [(lists.pid, "pid", &mut filter.pids), (lists.tid, "tid", &mut filter.tids)] {
+        if let Some(l) = list {
+            match crate::session::filter::parse_int_list(l) {
+                Ok(ids) => *set = Some(ids),
+                Err(_) => {
+                    messages.push(format!("problems parsing {what} list"));
+                    return Err(Outcome::Printed);
+                }
+            }
+        }
+    }
+    if let Some(c) = lists.comm {
+        filter.comms = Some(crate::session::filter::parse_list(c));
+    }
+    if let Some(list) = lists.cpu {
+        match cpu_bitmap(evlist, features, list, messages) {
+            Some(cpus) => opts.filter.cpus = Some(cpus),
+            None => return Err(Outcome::Failed),
+        }
+    }
+    Ok(())
+}
+
+/// `--time`: percentages are of the span perf record stored in SAMPLE_TIME.
+fn time_filter(t: &str, input: &Input, features: &Features, opts: &mut SessionOptions, messages: &mut Vec<String>) -> std::result::Result<(), Outcome> {
+    let (first, last) = features
+        .get(feat::SAMPLE_TIME)
+        .and_then(|b| Some((input.endian.read_u64(b, 0)?, input.endian.read_u64(b, 8)?)))
+        .unwrap_or((0, 0));
+    if t.contains('%') && first == 0 && last == 0 {
+        messages.push("HINT: no first/last sample time found in perf data.".to_string());
+        messages.push("Please use latest perf binary to execute 'perf record'".to_string());
+        messages.push("(if '--buildid-all' is enabled, please set '--timestamp-boundary').".to_string());
+        return Err(Outcome::Invalid);
+    }
+    match crate::session::filter::parse_time(t, first, last) {
+        Ok(r) => {
+            opts.filter.time = r;
+            Ok(())
+        }
+        Err(e) => {
+            messages.push(e);
+            Err(Outcome::Invalid)
+        }
+    }
 }

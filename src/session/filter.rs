@@ -74,13 +74,98 @@ pub fn parse_list(s: &str) -> BTreeSet<String> {
     s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
 }
 
-/// A comma-separated list of integers (perf's intlist).
+/// A comma-separated list of integers, as perf's `intlist__parse_list`
+/// reads it: each entry is C's `strtol` (leading blanks and a sign; an
+/// empty entry is 0) and must end at a comma or the end.
 pub fn parse_int_list(s: &str) -> Result<BTreeSet<i32>, String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(|x| x.parse::<i32>().map_err(|_| format!("invalid number '{x}'")))
-        .collect()
+    let mut set = BTreeSet::new();
+    for entry in s.split(',') {
+        let (n, rest) = strtol_prefix(entry, 10);
+        if !rest.is_empty() {
+            return Err(format!("invalid number '{entry}'"));
+        }
+        set.insert(n as i32);
+    }
+    Ok(set)
+}
+
+/// C's `strtol`/`strtoul` as far as they read: the value and what is left
+/// (all of `s` when no digits were read). Base 0 takes `0x` (hex) and `0`
+/// (octal) prefixes.
+fn strtol_prefix(s: &str, base: u32) -> (i64, &str) {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = match base {
+        0 if (t.starts_with("0x") || t.starts_with("0X")) && t[2..].starts_with(|c: char| c.is_ascii_hexdigit()) => (16, &t[2..]),
+        0 if t.starts_with('0') => (8, t),
+        0 => (10, t),
+        b => (b, t),
+    };
+    let end = digits.find(|c: char| !c.is_digit(radix)).unwrap_or(digits.len());
+    if end == 0 {
+        return (0, s);
+    }
+    let mut n: i64 = 0;
+    for c in digits[..end].chars() {
+        n = n.saturating_mul(radix as i64).saturating_add(c.to_digit(radix).unwrap_or(0) as i64);
+    }
+    (if neg { n.saturating_neg() } else { n }, &digits[end..])
+}
+
+/// A CPU list as libperf's `perf_cpu_map__new` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuMap {
+    /// The CPUs, sorted.
+    pub cpus: Vec<u32>,
+    /// A CPU at or above perf's MAX_NR_CPUS (4096) was named (perf warns).
+    pub warned: bool,
+}
+
+/// libperf's `perf_cpu_map__new`: `N` and `N-M` entries (C's `strtoul`,
+/// base 0) separated by commas; reading stops at anything else (an empty
+/// entry ends the list). A CPU named twice, a range running backwards or a
+/// CPU past 32766 make the list invalid (`Err`, with what perf warned
+/// before). A list that names no CPU at all is empty here (perf then
+/// means every CPU).
+pub fn parse_cpu_map(s: &str) -> Result<CpuMap, Vec<String>> {
+    const INT16_MAX: i64 = i16::MAX as i64;
+    let mut cpus: Vec<u32> = Vec::new();
+    let mut warned = false;
+    let mut rest = s;
+    if !rest.is_empty() && !rest.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(Vec::new());
+    }
+    let said = |warned: bool| if warned { vec!["Perf can support 4096 CPUs. Consider raising MAX_NR_CPUS".to_string()] } else { Vec::new() };
+    while rest.starts_with(|c: char| c.is_ascii_digit()) {
+        let (start, p) = strtol_prefix(rest, 0);
+        if start >= INT16_MAX || !(p.is_empty() || p.starts_with([',', '-', '\n'])) {
+            return Err(said(warned));
+        }
+        let (end, p) = match p.strip_prefix('-') {
+            Some(r) => {
+                let (end, p) = strtol_prefix(r, 0);
+                if end >= INT16_MAX || !(p.is_empty() || p.starts_with([',', '\n'])) || end < start {
+                    return Err(said(warned));
+                }
+                (end, p)
+            }
+            None => (start, p),
+        };
+        warned |= end >= 4096;
+        for cpu in start..=end {
+            if cpus.contains(&(cpu as u32)) {
+                return Err(said(warned));
+            }
+            cpus.push(cpu as u32);
+        }
+        rest = p.get(1..).unwrap_or("");
+    }
+    cpus.sort_unstable();
+    Ok(CpuMap { cpus, warned })
 }
 
 /// perf's CPU list syntax: `0,2-4`.
@@ -160,28 +245,53 @@ pub fn parse_time(s: &str, first: u64, last: u64) -> Result<Vec<TimeRange>, Stri
     Ok(out)
 }
 
-/// `10%/2` (the 2nd tenth), `0%-10%` (first tenth), comma-separated lists.
+/// perf's `perf_time__percent_parse_str`: `10%/2` (the 2nd tenth) and
+/// `0%-10%` (the first tenth), in comma-separated lists of one kind (a `/`
+/// anywhere makes every part a slice, else a `-` every part a range), or
+/// one `10%` alone (the first tenth, as `10%/1`). Ranges are rounded to
+/// the nanosecond, and end a nanosecond early unless they end at the last
+/// sample, as in perf.
 fn parse_percent(s: &str, first: u64, last: u64) -> Option<Vec<TimeRange>> {
-    let span = last.checked_sub(first)? as f64;
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        let pct = |x: &str| -> Option<f64> { x.trim().strip_suffix('%')?.parse::<f64>().ok().filter(|v| (0.0..=100.0).contains(v)) };
-        let (lo, hi) = if let Some((p, n)) = part.split_once('/') {
-            let p = pct(p)? / 100.0;
-            let n: f64 = n.trim().parse().ok().filter(|v: &f64| *v >= 1.0)?;
-            if p * n > 1.0 {
-                return None;
-            }
-            (p * (n - 1.0), p * n)
-        } else if let Some((a, b)) = part.split_once('-') {
-            (pct(a)? / 100.0, pct(b)? / 100.0)
-        } else {
-            return None;
-        };
-        let at = |f: f64| first + (span * f) as u64;
-        out.push(TimeRange { start: Some(at(lo)), end: Some(at(hi)) });
+    let total = last.checked_sub(first)?;
+    // perf's parse_percent: the number before the first '%' (what
+    // follows the '%' is not looked at), as a fraction.
+    let pct = |x: &str| -> Option<f64> { x.split_once('%')?.0.parse::<f64>().ok().map(|d| d / 100.0) };
+    let set = |lo: f64, hi: f64| {
+        let start = first.wrapping_add((lo * total as f64).round() as u64);
+        let mut end = first.wrapping_add((hi * total as f64).round() as u64);
+        if end > start && end != last {
+            end -= 1;
+        }
+        TimeRange { start: Some(start), end: Some(end) }
+    };
+    let slice = |part: &str| -> Option<TimeRange> {
+        let (p, n) = part.split_once('/')?;
+        let p = pct(p)?;
+        let n: i64 = n.parse().ok()?;
+        let (lo, hi) = (p * (n - 1) as f64, p * n as f64);
+        let ok = |v: f64| (0.0..=1.0).contains(&v);
+        (p > 0.0 && ok(lo) && ok(hi)).then(|| set(lo, hi))
+    };
+    let range = |part: &str| -> Option<TimeRange> {
+        let (a, b) = part.split_once('-')?;
+        let (lo, hi) = (pct(a)?, pct(b)?);
+        let ok = |v: f64| (0.0..=1.0).contains(&v);
+        (ok(lo) && ok(hi)).then(|| set(lo, hi))
+    };
+    let list = |each: &dyn Fn(&str) -> Option<TimeRange>| -> Option<Vec<TimeRange>> {
+        // A trailing comma ends the list; any other empty part is an error.
+        let s = s.strip_suffix(',').unwrap_or(s);
+        s.split(',').map(each).collect()
+    };
+    if s.contains('/') {
+        list(&slice)
+    } else if s.contains('-') {
+        list(&range)
+    } else if s.find('%') == Some(s.len() - 1) {
+        slice(&format!("{s}/1")).map(|r| vec![r])
+    } else {
+        None
     }
-    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
@@ -193,6 +303,14 @@ mod tests {
         assert_eq!(parse_cpu_list("0,2-4").unwrap().into_iter().collect::<Vec<_>>(), vec![0, 2, 3, 4]);
         assert!(parse_cpu_list("4-2").is_err());
         assert!(parse_cpu_list("x").is_err());
+        let m = |s: &str| parse_cpu_map(s).map(|m| m.cpus);
+        assert_eq!(m("1,,2"), Ok(vec![1]));
+        assert_eq!(m("3,0x1,2-2"), Ok(vec![1, 2, 3]));
+        assert_eq!(m("010"), Ok(vec![8]));
+        assert!(m("1,1").is_err() && m("3-1").is_err() && m("x").is_err() && m("1x").is_err());
+        assert!(parse_cpu_map("4096").unwrap().warned);
+        assert_eq!(parse_int_list("1,,-2").unwrap().into_iter().collect::<Vec<_>>(), vec![-2, 0, 1]);
+        assert!(parse_int_list("1,x").is_err() && parse_int_list("2 ").is_err());
     }
 
     #[test]
@@ -210,7 +328,14 @@ mod tests {
         assert!(parse_time("b,a", 0, 0).is_err());
         assert!(parse_time("2,1", 0, 0).is_err());
         let p = parse_time("10%/2", 0, 1000).unwrap();
-        assert_eq!(p[0], TimeRange { start: Some(100), end: Some(200) });
+        assert_eq!(p[0], TimeRange { start: Some(100), end: Some(199) });
+        // One percentage alone: the first slice of that size; up to the
+        // last sample, the end is not pulled in.
+        assert_eq!(parse_time("100%", 10, 1010).unwrap(), vec![TimeRange { start: Some(10), end: Some(1010) }]);
+        assert_eq!(parse_time("10%", 0, 1000).unwrap(), vec![TimeRange { start: Some(0), end: Some(99) }]);
+        assert!(parse_time("10%,20%", 0, 1000).is_err() && parse_time("200%", 0, 1000).is_err());
+        assert!(parse_time("5%/30", 0, 1000).is_err() && parse_time("10%/2,,20%/1", 0, 1000).is_err());
+        assert_eq!(parse_time("0%-5%,90%-100%,", 0, 1000).unwrap().len(), 2);
     }
 
     #[test]

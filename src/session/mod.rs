@@ -41,7 +41,7 @@ use perf_data::{RawRecord, RecordSource};
 pub use crate::unwind::UnwindStats;
 pub use deferred::StitchStats;
 pub use filter::SampleFilter;
-pub use tool::{Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, SampleEvent, SideBand, Tool, Why};
+pub use tool::{Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, RawEvent, SampleEvent, SideBand, Tool, Why};
 
 use deferred::{HeldSample, Stitcher};
 use ordered::{OrderedEvents, Queued, RecordBytes};
@@ -138,6 +138,11 @@ pub struct SessionOptions {
     /// sample per counter that moved (perf's way, which `pstitch script`
     /// follows): for a tool that writes each record back (inject).
     pub whole_read_samples: bool,
+    /// Deliver records in the order they are read, not sorted by time
+    /// (perf with `ordered_events` off: `--show-round-events`,
+    /// `--dump-unsorted-raw-trace`); FINISHED_ROUND records go to
+    /// [`Tool::round`].
+    pub unordered: bool,
     pub filter: SampleFilter,
     pub limits: Limits,
     /// Unwind the user stacks of `--call-graph dwarf` samples (delivered
@@ -158,6 +163,7 @@ pub struct Session<'a> {
     pub machine: Machine,
     limits: Limits,
     merge_callchains: bool,
+    unordered: bool,
     filter: SampleFilter,
     /// Samples waiting for their deferred user callchain.
     stitcher: Stitcher,
@@ -209,6 +215,7 @@ impl<'a> Session<'a> {
             machine: Machine::new(),
             limits: options.limits,
             merge_callchains: !options.no_merge_callchains,
+            unordered: options.unordered,
             filter: options.filter,
             stitcher: Stitcher::default(),
             merged: Vec::new(),
@@ -379,7 +386,7 @@ impl<'a> Session<'a> {
         };
         match time {
             // perf delivers records without a usable time at once.
-            Some(t) if t != 0 && t != u64::MAX => {
+            Some(t) if t != 0 && t != u64::MAX && !self.unordered => {
                 self.queue.push(Queued { time: t, offset, inner, evsel: evsel as u32, bytes });
                 if self.queue.owned_bytes() > self.limits.max_queued_bytes {
                     let max = self.limits.max_queued_bytes >> 20;
@@ -451,6 +458,10 @@ impl<'a> Session<'a> {
             if let Some(s) = sample.as_mut() {
                 s.cpu = 0;
             }
+        }
+        {
+            let mut cx = self.parts().cx;
+            tool.dump(&mut cx, &RawEvent { offset, record, evsel: Some(evsel), id, sample: sample.as_deref() })?;
         }
         let delivered = match (t, sample) {
             (kind::SAMPLE, Some(s)) => self.deliver_sample(tool, offset, evsel, record, s),
@@ -652,7 +663,16 @@ impl<'a> Session<'a> {
         let at = Where(offset, inner);
         let body = bytes.get(HEADER_SIZE..(header.size as usize).min(bytes.len())).unwrap_or(&[]);
         let mut why = Why::UserRecord;
+        if !matches!(header.type_, kind::COMPRESSED | kind::COMPRESSED2) {
+            let record = Record { header, bytes: bytes.get(..header.size as usize).unwrap_or(bytes), endian: e };
+            let mut cx = self.parts().cx;
+            tool.dump(&mut cx, &RawEvent { offset, record, evsel: None, id: SampleId { time: 0, cpu: 0, pid: 0, tid: 0, id: None, stream_id: 0 }, sample: None })?;
+        }
         match header.type_ {
+            kind::FINISHED_ROUND if self.unordered => {
+                let mut cx = self.parts().cx;
+                tool.round(&mut cx)?;
+            }
             kind::FINISHED_ROUND => self.flush_round(tool)?,
             kind::HEADER_ATTR => {
                 let Some(attr) = Attr::parse(body, e) else {
@@ -874,6 +894,8 @@ fn deliver_one(
         (t.comm(), t.pid)
     };
     let comm = held_comm.unwrap_or(&current);
+    let ev = SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie, held };
+    tool.resolved(cx, &ev);
     if cx.filter.skip_thread(comm, pid, s.tid) {
         return Ok(());
     }
@@ -885,7 +907,7 @@ fn deliver_one(
         }
         (c, _) => c,
     };
-    tool.sample(cx, &SampleEvent { offset, evsel, record, sample: s, callchain, comm, cookie, held })
+    tool.sample(cx, &SampleEvent { callchain, ..ev })
 }
 
 /// The cookie of a sample whose user callchain was deferred: the event has

@@ -173,6 +173,22 @@ pub struct Event<'r> {
     pub side_band: SideBand<'r>,
 }
 
+/// A record as perf's `-D` (`--dump-raw-trace`) shows it, at the moment
+/// perf shows it: a user record (type 64 and up) as it is read, a kernel
+/// record when it is delivered, before any filter (see [`Tool::dump`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RawEvent<'r> {
+    pub offset: u64,
+    /// The record, its trailing payload (tracing data) left out.
+    pub record: Record<'r>,
+    /// The event of a kernel record; `None` for a user record.
+    pub evsel: Option<usize>,
+    /// The sample's fields or the record's `sample_id`; for a user record
+    /// all zero (perf shows a zeroed sample there).
+    pub id: SampleId,
+    pub sample: Option<&'r Sample<'r>>,
+}
+
 /// Side-band records, decoded.
 #[derive(Debug, Clone, Copy)]
 pub enum SideBand<'r> {
@@ -203,6 +219,11 @@ pub trait Tool {
         Ok(())
     }
 
+    /// A sample got as far as perf's `machine__resolve`: past the time and
+    /// CPU filters, not yet past the comm, pid and tid filters (`-D` shows
+    /// its thread and DSO there).
+    fn resolved(&mut self, _cx: &mut Context<'_>, _ev: &SampleEvent<'_>) {}
+
     /// A deferred callchain record, when callchains are not merged
     /// (merged ones arrive inside their samples).
     fn deferred_callchain(&mut self, _cx: &mut Context<'_>, _ev: &DeferredEvent<'_>) -> Result<()> {
@@ -212,6 +233,20 @@ pub trait Tool {
     /// Any other kernel record. The machine took it in before (an EXIT:
     /// after, so that the tool still sees the thread).
     fn record(&mut self, _cx: &mut Context<'_>, _ev: &Event<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Every record, as `-D` shows it (see [`RawEvent`]): before the
+    /// record is processed (a FINISHED_ROUND: before its round is
+    /// delivered). Compressed records are not shown, the records in them
+    /// are (with the compressed record's offset).
+    fn dump(&mut self, _cx: &mut Context<'_>, _ev: &RawEvent<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// A FINISHED_ROUND record, when the session delivers records as they
+    /// come (see `SessionOptions::unordered`).
+    fn round(&mut self, _cx: &mut Context<'_>) -> Result<()> {
         Ok(())
     }
 

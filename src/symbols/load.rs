@@ -15,6 +15,8 @@ use super::symtab::{Sym, SymTab};
 /// Where to look.
 pub struct Search<'a> {
     pub symfs: Option<&'a Path>,
+    /// `--symfs DIR,flat`: only the base name of a path is looked up.
+    pub flat: bool,
     /// The build-id cache (`<symfs>/.debug` when a symfs is given).
     pub buildid_dir: Option<&'a Path>,
     pub demangle: bool,
@@ -22,18 +24,25 @@ pub struct Search<'a> {
 
 impl Search<'_> {
     /// perf's `__symbol__join_symfs`: `symfs + "/" + path` (a symfs of `/`
-    /// counts as none).
+    /// counts as none), or with the flat layout `symfs + "/" +
+    /// basename(path)`.
     pub fn join(&self, path: &str) -> PathBuf {
         match self.symfs {
             Some(s) if !s.as_os_str().is_empty() && s != Path::new("/") => {
                 let mut p = s.as_os_str().to_owned();
                 p.push("/");
-                p.push(path);
+                p.push(if self.flat { basename(path) } else { path });
                 PathBuf::from(p)
             }
             _ => PathBuf::from(path),
         }
     }
+}
+
+/// glibc's `basename` (the GNU one perf gets with `_GNU_SOURCE`): what
+/// follows the last `/`, empty for a path ending in one.
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The result of loading a DSO.
@@ -639,10 +648,12 @@ mod tests {
 
     #[test]
     fn symfs_join_like_perf() {
-        let s = Search { symfs: Some(Path::new("/sym")), buildid_dir: None, demangle: true };
+        let s = Search { symfs: Some(Path::new("/sym")), flat: false, buildid_dir: None, demangle: true };
         assert_eq!(s.join("/usr/lib/x"), PathBuf::from("/sym//usr/lib/x"));
         assert_eq!(s.join("[vdso]"), PathBuf::from("/sym/[vdso]"));
         let root = Search { symfs: Some(Path::new("/")), ..s };
+        let flat = Search { flat: true, ..s };
+        assert_eq!(flat.join("/usr/lib/libc.so.6"), Path::new("/sym/libc.so.6"));
         assert_eq!(root.join("/usr/lib/x"), PathBuf::from("/usr/lib/x"));
     }
 
@@ -684,7 +695,7 @@ mod tests {
         // /usr/lib/debug/.build-id/xx/yyyy.debug (found through the build-id
         // of the symfs copy when the perf.data has none).
         let symfs = fixtures();
-        let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
+        let search = Search { symfs: Some(&symfs), flat: false, buildid_dir: None, demangle: true };
         let mut l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
         let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
         assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
@@ -703,7 +714,7 @@ mod tests {
     #[test]
     fn executable_symbols_and_plt() {
         let symfs = fixtures();
-        let search = Search { symfs: Some(&symfs), buildid_dir: None, demangle: true };
+        let search = Search { symfs: Some(&symfs), flat: false, buildid_dir: None, demangle: true };
         let mut l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
         let all = l.syms.listing();
         let find = |n: &str| all.iter().find(|s| &*s.2 == n).cloned();
@@ -725,7 +736,7 @@ mod tests {
         let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
         std::fs::write(dir.join("trunc"), &exe[..exe.len() / 2]).unwrap();
         std::fs::write(dir.join("tiny"), &exe[..40]).unwrap();
-        let search = Search { symfs: Some(&dir), buildid_dir: None, demangle: true };
+        let search = Search { symfs: Some(&dir), flat: false, buildid_dir: None, demangle: true };
         for f in ["/notelf", "/trunc", "/tiny", "/missing"] {
             let l = load_user_dso(f, None, false, &search);
             let _ = l.syms.len();
@@ -750,7 +761,7 @@ mod tests {
         assert_eq!(ranges.len(), 4);
         let dir = std::env::temp_dir().join(format!("pstitch-damaged-syms-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let search = Search { symfs: Some(&dir), buildid_dir: None, demangle: true };
+        let search = Search { symfs: Some(&dir), flat: false, buildid_dir: None, demangle: true };
         let mut rnd = crate::testing::rng(0x2545_f491_4f6c_dd1d);
         let mut named = 0;
         for round in 0..150 {

@@ -37,13 +37,22 @@ use load::{Loaded, Search};
 #[derive(Debug, Clone, Default)]
 pub struct SymbolConfig {
     pub symfs: Option<PathBuf>,
+    /// `--symfs DIR,flat`: files are looked up in the symfs by their base
+    /// name only.
+    pub symfs_flat: bool,
     pub kallsyms: Option<PathBuf>,
+    /// `-k`: kernel symbols from this vmlinux (an ELF file) rather than
+    /// kallsyms.
+    pub vmlinux: Option<PathBuf>,
     /// The build-id cache (`PERF_BUILDID_DIR`, else `~/.debug`).
     pub buildid_dir: Option<PathBuf>,
     pub demangle: bool,
     pub demangle_kernel: bool,
     pub inline: bool,
     pub full_source_path: bool,
+    /// `--stop-bt` (perf's `bt_stop_list`): a callchain ends after the
+    /// first line whose symbol (or inline function) has one of these names.
+    pub bt_stop: Vec<String>,
 }
 
 impl SymbolConfig {
@@ -326,6 +335,11 @@ impl Symbolizer {
         self.config.buildid_cache()
     }
 
+    /// Where addr2line's files are (the symfs and its layout).
+    fn search<'a>(&self, symfs: Option<&'a Path>) -> Search<'a> {
+        Search { symfs, flat: self.config.symfs_flat, buildid_dir: None, demangle: false }
+    }
+
     /// The symfs as perf uses it (`/` is the same as none).
     fn symfs(&self) -> Option<Rc<Path>> {
         self.symfs.clone()
@@ -427,7 +441,7 @@ impl Symbolizer {
         let bid = build_id.map(<[u8]>::to_vec).or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
         let symfs = self.symfs();
         let bdir = self.buildid_dir();
-        let search = Search { symfs: symfs.as_deref(), buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
+        let search = Search { symfs: symfs.as_deref(), flat: self.config.symfs_flat, buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
         let loaded = if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
             Loaded { syms: load::load_perf_map(Path::new(long_name)), ..Default::default() }
         } else {
@@ -446,7 +460,7 @@ impl Symbolizer {
         // Choosing between aliases read names all over the string table.
         shipped.loaded.syms.release_pages();
         if self.config.inline
-            && let Some(path) = a2l_path(shipped.loaded.symsrc.as_deref(), &shipped.long_name, self.symfs().as_deref())
+            && let Some(path) = a2l_path(shipped.loaded.symsrc.as_deref(), &shipped.long_name, &self.search(self.symfs().as_deref()))
         {
             shipped.a2l = Some(StartedA2l::start(&path));
         }
@@ -591,6 +605,8 @@ impl Symbolizer {
         let demangle = self.config.demangle;
         let full = self.config.full_source_path;
         let symfs = self.symfs();
+        let flat = self.config.symfs_flat;
+        let search = Search { symfs: symfs.as_deref(), flat, buildid_dir: None, demangle: false };
         let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if let Some(v) = st.inlines.get(&objdump) {
@@ -600,7 +616,7 @@ impl Symbolizer {
         // list is empty every time: nothing to remember. Most frames of a
         // system-wide recording are such.
         let had_session = st.a2l.is_some();
-        let Some(session) = a2l_session(st, symfs.as_deref()) else {
+        let Some(session) = a2l_session(st, &search) else {
             return self.no_inlines.clone();
         };
         let started = !had_session;
@@ -632,6 +648,8 @@ impl Symbolizer {
     pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
         let full = self.config.full_source_path;
         let symfs = self.symfs();
+        let flat = self.config.symfs_flat;
+        let search = Search { symfs: symfs.as_deref(), flat, buildid_dir: None, demangle: false };
         let st = self.state_for(dsos, map.dso, Some(map));
         let objdump = rip_2objdump(st, map.map_ip(addr));
         if st.has_srcline {
@@ -643,7 +661,7 @@ impl Symbolizer {
                 Some(r) => r,
                 None => {
                     let generation = st.a2l.as_ref().map(|s| s.generation());
-                    let r = a2l_first(st, symfs.as_deref(), objdump).map(|rec| {
+                    let r = a2l_first(st, &search, objdump).map(|rec| {
                         let (_, file, line) = perf_record(&rec);
                         srcline_from_fileline(&file, line, full)
                     });
@@ -675,19 +693,19 @@ impl Symbolizer {
 /// outside the symfs; pstitch looks it up under the symfs, so that results
 /// do not depend on the files of the machine it runs on (perf-ref, in a
 /// chroot, does not see the host's files either).
-fn srcline_dso_name(st: &DsoState, symfs: Option<&Path>) -> Option<PathBuf> {
+fn srcline_dso_name(st: &DsoState, symfs: &Search<'_>) -> Option<PathBuf> {
     a2l_path(st.loaded.symsrc.as_deref(), &st.long_name, symfs)
 }
 
 /// The file addr2line runs on for a DSO whose symbols came from `symsrc`.
-fn a2l_path(symsrc: Option<&Path>, long_name: &str, symfs: Option<&Path>) -> Option<PathBuf> {
+fn a2l_path(symsrc: Option<&Path>, long_name: &str, symfs: &Search<'_>) -> Option<PathBuf> {
     if let Some(p) = symsrc {
         return Some(p.to_path_buf());
     }
     if long_name.starts_with('[') || is_perf_pid_map_name(long_name) {
         return None;
     }
-    Some(Search { symfs, buildid_dir: None, demangle: false }.join(long_name))
+    Some(symfs.join(long_name))
 }
 
 fn is_perf_pid_map_name(n: &str) -> bool {
@@ -696,7 +714,7 @@ fn is_perf_pid_map_name(n: &str) -> bool {
 
 /// perf's `cmd__addr2line` session for a DSO: started on first use, if the
 /// file has a `.debug_line` section.
-fn a2l_session<'a>(st: &'a mut DsoState, symfs: Option<&Path>) -> Option<&'a mut a2l::Session> {
+fn a2l_session<'a>(st: &'a mut DsoState, symfs: &Search<'_>) -> Option<&'a mut a2l::Session> {
     if st.a2l.is_none() && st.has_debug_line != Some(false) {
         let path = srcline_dso_name(st, symfs)?;
         let started = StartedA2l::start(&path);
@@ -708,7 +726,7 @@ fn a2l_session<'a>(st: &'a mut DsoState, symfs: Option<&Path>) -> Option<&'a mut
 
 /// The first record addr2line prints for `addr` (`None`: nothing, or it
 /// cannot run).
-fn a2l_first(st: &mut DsoState, symfs: Option<&Path>, addr: u64) -> Option<a2l::Record> {
+fn a2l_first(st: &mut DsoState, symfs: &Search<'_>, addr: u64) -> Option<a2l::Record> {
     a2l_session(st, symfs)?.first(addr).map(|(r, _)| r)
 }
 

@@ -117,6 +117,8 @@ pub(crate) struct UserUnwinder {
 /// The object files of the recording's DSOs, found and parsed once each.
 struct Files {
     symfs: Option<PathBuf>,
+    /// `--symfs DIR,flat`.
+    symfs_flat: bool,
     buildid_cache: Option<PathBuf>,
     /// The recording's BUILD_ID table: recorded path -> build-id.
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
@@ -135,6 +137,7 @@ impl UserUnwinder {
     pub(crate) fn new(options: &UnwindOptions, build_ids: Vec<perf_data::features::BuildIdEntry>) -> UserUnwinder {
         let files = Files {
             symfs: options.files.symfs_dir().map(PathBuf::from),
+            symfs_flat: options.files.symfs_flat,
             buildid_cache: options.files.buildid_cache(),
             // A build-id of zeros or of no bytes is none (as the symbolizer
             // takes them: perf's build_id__is_defined).
@@ -277,7 +280,7 @@ impl Process for View<'_> {
 
 impl Files {
     fn search(&self) -> Search<'_> {
-        Search { symfs: self.symfs.as_deref(), buildid_dir: self.buildid_cache.as_deref(), demangle: false }
+        Search { symfs: self.symfs.as_deref(), flat: self.symfs_flat, buildid_dir: self.buildid_cache.as_deref(), demangle: false }
     }
 
     fn entry(&mut self, id: DsoId, dsos: &Dsos) -> &mut DsoFiles {

@@ -34,6 +34,7 @@ pub fn run(data: &[u8], stream: bool, config: ScriptConfig) -> Report {
             unwind: Default::default(),
             reading_cpu: Default::default(),
             printing_cpu: Default::default(),
+            samples: 0,
         },
     }
 }

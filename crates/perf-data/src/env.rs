@@ -183,6 +183,10 @@ pub struct Env {
     pub memory_bsize: u64,
     pub memory_nodes: Vec<MemNode>,
     pub clockid_res_ns: u64,
+    /// The data is a directory (`perf record --threads`): HEADER_DIR_FORMAT
+    /// is valid, and gives `dir_version`.
+    pub is_dir: bool,
+    pub dir_version: u64,
     pub clock: Option<ClockData>,
     pub bpf_progs: usize,
     pub btf_ids: BTreeSet<u32>,
@@ -329,7 +333,10 @@ impl Env {
             24 => {
                 // Only directory-format data (perf record --threads) may
                 // carry it; perf fails it for a single file or a pipe.
-                return Err("HEADER_DIR_FORMAT in data that is not a directory".into());
+                if !self.is_dir {
+                    return Err("HEADER_DIR_FORMAT in data that is not a directory".into());
+                }
+                self.dir_version = ff.u64()?;
             }
             25 => {
                 if endian != Endian::NATIVE {

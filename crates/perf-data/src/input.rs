@@ -14,6 +14,10 @@ use crate::{Error, FileBytes, FileInfo, RecordSource, Result, Source, Stream};
 /// An opened input, before reading records.
 pub struct Input {
     bytes: Option<FileBytes>,
+    /// A `perf record --threads` directory's `data.N` files (the header
+    /// and the first records are in its `data` file, `bytes`).
+    dir_files: Vec<FileBytes>,
+    dir: bool,
     stdin: Option<Box<dyn Stream>>,
     pub pipe: bool,
     pub endian: Endian,
@@ -43,11 +47,11 @@ impl Input {
             return Err(Error::at(0, "empty file"));
         }
         if let Some(endian) = header::is_pipe_header(&bytes) {
-            return Ok(Input { bytes: Some(bytes), stdin: None, pipe: true, endian, info: None });
+            return Ok(Input { bytes: Some(bytes), dir_files: Vec::new(), dir: false, stdin: None, pipe: true, endian, info: None });
         }
         let info = FileInfo::parse(&bytes)?;
         let endian = info.header.endian;
-        Ok(Input { bytes: Some(bytes), stdin: None, pipe: false, endian, info: Some(info) })
+        Ok(Input { bytes: Some(bytes), dir_files: Vec::new(), dir: false, stdin: None, pipe: false, endian, info: Some(info) })
     }
 
     /// A stream: pipe mode, or a file-mode perf.data that arrives on a pipe
@@ -73,7 +77,7 @@ impl Input {
             return Err(Error::at(0, format!("input too short for a perf.data header ({got} bytes)")));
         }
         if let Some(endian) = header::is_pipe_header(&head) {
-            return Ok(Input { bytes: None, stdin: Some(r), pipe: true, endian, info: None });
+            return Ok(Input { bytes: None, dir_files: Vec::new(), dir: false, stdin: Some(r), pipe: true, endian, info: None });
         }
         if header::detect_magic(&head).is_none() {
             return Err(Error::at(0, "not a perf.data file (bad magic)"));
@@ -84,6 +88,23 @@ impl Input {
             return Err(Error::at(0, "file header truncated"));
         }
         Input::from_bytes(FileBytes::Owned(all))
+    }
+
+    /// A `perf record --threads` (or `--data`) directory: `data` is its
+    /// `data` file, `files` its `data.N` files in the order to read them.
+    pub fn from_dir(data: FileBytes, files: Vec<FileBytes>) -> Result<Input> {
+        let mut input = Input::from_bytes(data)?;
+        if input.pipe {
+            return Err(Error::at(0, "the data file of a directory input is in pipe format"));
+        }
+        input.dir_files = files.into_iter().filter(|f| !f.is_empty()).collect();
+        input.dir = true;
+        Ok(input)
+    }
+
+    /// Whether the input is a directory (`perf record --threads`).
+    pub fn is_dir(&self) -> bool {
+        self.dir
     }
 
     /// The event list and features known before reading records (empty in
@@ -110,6 +131,11 @@ impl Input {
             Some(info) => (info.data.start, info.data.end, info.data_missing),
             None => (PIPE_HEADER_SIZE, bytes.len(), 0),
         };
+        if !self.dir_files.is_empty() {
+            let mut parts = vec![(&bytes[..], pos, end)];
+            parts.extend(self.dir_files.iter().map(|f| (&f[..], 0, f.len())));
+            return RecordSource::from_parts(parts, endian);
+        }
         RecordSource { inner: Source::Slice { data: bytes, backing: bytes.backing(), pos, end, endian, missing, tell_at: pos } }
     }
 

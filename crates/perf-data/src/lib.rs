@@ -216,7 +216,23 @@ enum Source<'a> {
     /// A pipe or other non-seekable input, read through a buffer of its
     /// own (so that an empty buffer says when the next read may wait).
     Stream { reader: std::io::BufReader<Box<dyn Stream + 'a>>, pos: u64, endian: Endian },
+    /// A `perf record --threads` directory: the data section of its `data`
+    /// file, then each `data.N` file, read in turns of [`DIR_TURN`] bytes
+    /// (perf's `__perf_session__process_dir_events`). Offsets are within
+    /// each part; `read` counts the bytes read from all of them.
+    Dir { parts: Vec<Part<'a>>, turn: usize, used: usize, read: u64, endian: Endian },
 }
+
+/// One file of a directory input.
+struct Part<'a> {
+    data: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+/// perf's READER_MAX_SIZE: how many bytes of one file of a directory input
+/// are read before the next file's turn.
+pub const DIR_TURN: usize = 2 << 20;
 
 impl<'a> RecordSource<'a> {
     /// The records of `data[start..end]` (offsets are positions in `data`).
@@ -242,13 +258,20 @@ impl<'a> RecordSource<'a> {
     pub fn would_wait(&self) -> bool {
         match &self.inner {
             Source::Stream { reader, .. } => reader.buffer().is_empty() && !reader.get_ref().ready(),
-            Source::Slice { .. } => false,
+            Source::Slice { .. } | Source::Dir { .. } => false,
         }
+    }
+
+    /// The records of a directory input: `parts` are (bytes, start, end),
+    /// the `data` file's data section first, then the `data.N` files.
+    pub fn from_parts(parts: Vec<(&'a [u8], usize, usize)>, endian: Endian) -> RecordSource<'a> {
+        let parts = parts.into_iter().map(|(data, pos, end)| Part { data, pos, end: end.min(data.len()) }).collect();
+        RecordSource { inner: Source::Dir { parts, turn: 0, used: 0, read: 0, endian } }
     }
 
     pub fn endian(&self) -> Endian {
         match &self.inner {
-            Source::Slice { endian, .. } | Source::Stream { endian, .. } => *endian,
+            Source::Slice { endian, .. } | Source::Stream { endian, .. } | Source::Dir { endian, .. } => *endian,
         }
     }
 
@@ -257,6 +280,7 @@ impl<'a> RecordSource<'a> {
         match &self.inner {
             Source::Slice { pos, .. } => *pos as u64,
             Source::Stream { pos, .. } => *pos,
+            Source::Dir { read, .. } => *read,
         }
     }
 
@@ -265,6 +289,7 @@ impl<'a> RecordSource<'a> {
         match &self.inner {
             Source::Slice { end, .. } => Some(*end as u64),
             Source::Stream { .. } => None,
+            Source::Dir { parts, .. } => Some(parts.iter().map(|p| p.end.saturating_sub(p.pos) as u64).sum()),
         }
     }
 
@@ -276,7 +301,8 @@ impl<'a> RecordSource<'a> {
     pub fn upcoming(&self, from: u64) -> impl Iterator<Item = (u64, &'a [u8])> + use<'a> {
         let (data, mut pos, end, endian) = match &self.inner {
             Source::Slice { data, pos, end, endian, .. } => (*data, (*pos).max(from as usize), *end, *endian),
-            Source::Stream { endian, .. } => (&[][..], 0, 0, *endian),
+            // (The offsets of a directory's files overlap: none shown.)
+            Source::Stream { endian, .. } | Source::Dir { endian, .. } => (&[][..], 0, 0, *endian),
         };
         std::iter::from_fn(move || {
             let avail = data.get(pos..end)?;
@@ -289,6 +315,31 @@ impl<'a> RecordSource<'a> {
     /// The next record, `None` at a clean end of input.
     pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>> {
         match &mut self.inner {
+            Source::Dir { parts, turn, used, read, endian } => {
+                // perf's round robin: a file reads until its turn's bytes
+                // are used up or it ends, then the next file reads.
+                let n = parts.len();
+                for _ in 0..=n {
+                    let Some(part) = parts.get_mut(*turn) else { return Ok(None) };
+                    if part.pos >= part.end {
+                        *turn = (*turn + 1) % n;
+                        *used = 0;
+                        continue;
+                    }
+                    let off = part.pos as u64;
+                    let avail = part.data.get(part.pos..part.end).unwrap_or(&[]);
+                    let (header, total) = record_at(avail, off, *endian)?;
+                    part.pos += total;
+                    *read += total as u64;
+                    *used += total;
+                    if *used >= DIR_TURN {
+                        *turn = (*turn + 1) % n;
+                        *used = 0;
+                    }
+                    return Ok(Some(RawRecord { offset: off, header, bytes: Cow::Borrowed(&avail[..total]) }));
+                }
+                Ok(None)
+            }
             Source::Slice { data, backing, pos, end, endian, missing, tell_at } => {
                 if *pos >= *end {
                     if *missing > 0 {
@@ -605,6 +656,35 @@ mod tests {
         rec[6] = 12;
         let mut s = RecordSource::from_slice(&rec, 0, rec.len(), Endian::Little);
         assert!(s.next_record().unwrap_err().to_string().contains("multiple of 8"));
+    }
+
+    /// A directory input's files are read in turns: one file until
+    /// [`DIR_TURN`] bytes of it were read (or it ends), then the next.
+    #[test]
+    fn dir_source_reads_files_in_turns() {
+        let rec = |misc: u16, size: u16| {
+            let mut r = Vec::new();
+            r.extend(9u32.to_le_bytes());
+            r.extend(misc.to_le_bytes());
+            r.extend(size.to_le_bytes());
+            r.resize(size as usize, 0);
+            r
+        };
+        // File 0: 40 records of 65528 bytes (33 of them pass DIR_TURN);
+        // file 1: 2 small ones; file 2: empty.
+        let big: Vec<u8> = (0..40).flat_map(|_| rec(0, 65528)).collect();
+        let small: Vec<u8> = (0..2).flat_map(|_| rec(1, 8)).collect();
+        let mut s = RecordSource::from_parts(vec![(&big, 0, big.len()), (&small, 0, small.len()), (&[], 0, 0)], Endian::Little);
+        assert_eq!(s.total(), Some((big.len() + small.len()) as u64));
+        let mut order = Vec::new();
+        while let Some(r) = s.next_record().unwrap() {
+            order.push((r.header.misc, r.offset));
+        }
+        let mut want: Vec<(u16, u64)> = (0..33).map(|i| (0, i * 65528)).collect();
+        want.extend([(1, 0), (1, 8)]);
+        want.extend((33..40).map(|i| (0, i * 65528)));
+        assert_eq!(order, want);
+        assert_eq!(s.position(), (big.len() + small.len()) as u64);
     }
 
     /// `upcoming` walks the records `next_record` will return, from the

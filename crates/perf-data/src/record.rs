@@ -131,6 +131,10 @@ pub mod misc {
     pub const MMAP_DATA: u16 = 1 << 13;
     /// MMAP2: the record carries a build-id instead of device/inode.
     pub const MMAP_BUILD_ID: u16 = 1 << 14;
+    /// SWITCH, SWITCH_CPU_WIDE: the task was switched out (else in).
+    pub const SWITCH_OUT: u16 = 1 << 13;
+    /// SWITCH, SWITCH_CPU_WIDE: switched out while runnable (preempted).
+    pub const SWITCH_OUT_PREEMPT: u16 = 1 << 14;
     /// HEADER_BUILD_ID: the build-id size is in the record.
     pub const BUILD_ID_SIZE: u16 = 1 << 15;
 }

@@ -363,6 +363,9 @@ impl Printer<'_> {
             23 => {
                 let _ = writeln!(out, "# clockid frequency: {} MHz", env.clockid_res_ns.wrapping_mul(1000));
             }
+            24 => {
+                let _ = writeln!(out, "# directory data version : {}", env.dir_version);
+            }
             // perf prints each program's jited functions; decoding
             // bpf_prog_info for that is not done, so pstitch prints what
             // perf prints for programs without any: nothing.
@@ -559,6 +562,7 @@ fn print_preamble(out: &mut Vec<u8>, mtime: Option<i64>, data_offset: u64, data_
 /// `perf_session__fprintf_info`. `mtime` is the input's modification time
 /// (seconds since the epoch). Returns warnings about features that could
 /// not be processed (they print nothing).
+#[allow(clippy::too_many_arguments)]
 pub fn print_file_info(
     out: &mut Vec<u8>,
     mtime: Option<i64>,
@@ -567,9 +571,10 @@ pub fn print_file_info(
     evlist: &Evlist,
     full: bool,
     pmus: &Pmus,
+    dir: bool,
 ) -> Vec<String> {
     let mut warnings = Vec::new();
-    let mut printer = Printer { env: Env::default(), endian: header.endian, full, pmus };
+    let mut printer = Printer { env: Env { is_dir: dir, ..Env::default() }, endian: header.endian, full, pmus };
     let set: Vec<u32> = header.feature_bits().filter(|&b| b < LAST_FEATURE).collect();
     // perf processes every section when it opens the file ...
     let mut ok = BTreeSet::new();
@@ -1139,7 +1144,7 @@ mod tests {
         features.insert(40, b"unknown".to_vec());
         let header = file_header(&[2, 3, 7, 13, 21, 40], Section { offset: 264, size: 36664 });
         let mut out = Vec::new();
-        let warnings = print_file_info(&mut out, None, &header, &features, &Evlist::default(), false, &Pmus::none());
+        let warnings = print_file_info(&mut out, None, &header, &features, &Evlist::default(), false, &Pmus::none(), false);
         let want = "# ========\n\
             # captured on    : (null)\
             # header version : 1\n\
@@ -1162,7 +1167,7 @@ mod tests {
         assert!(warnings[1].contains("SAMPLE_TIME (21): section lies outside the file"));
 
         let mut out = Vec::new();
-        print_file_info(&mut out, None, &header, &features, &Evlist::default(), true, &Pmus::none());
+        print_file_info(&mut out, None, &header, &features, &Evlist::default(), true, &Pmus::none(), false);
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("# sibling threads : 0\n# Core ID and Socket ID information is not available\n# missing"));
     }

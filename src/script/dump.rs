@@ -1,0 +1,359 @@
+//! `-D` / `--dump-raw-trace` and `--dump-unsorted-raw-trace`: perf's
+//! record-by-record dump, interleaved with the usual output.
+//!
+//! Every record is shown when perf processes it (a user record as it is
+//! read, a kernel record when it is delivered: in time order with `-D`, in
+//! file order with `--dump-unsorted-raw-trace`):
+//!
+//! ```text
+//!                                         <- an empty line
+//! 0x4f28@perf.data [0x28]: event: 3      <- offset @ file [size]: type
+//! .
+//! . ... raw event: size 40 bytes
+//! .  0000:  03 00 00 00 00 20 28 00 e2 35 00 00 e2 35 00 00  ..... (..5...5..
+//! ...                                     <- 16 bytes a line, then an empty line
+//!
+//! 748029284965 0x4f28 [0x28]: PERF_RECORD_COMM exec: cwork:13794/13794
+//! ```
+//!
+//! The decoded line starts with the sample's CPU and time (as far as the
+//! events sample them; `-1 -1` for a non-sample record when the events have
+//! no `sample_id_all`; a user record shows a zeroed sample), then what
+//! perf's handler of that record type prints. A sample's line is followed
+//! by its callchain entries, and once the sample is resolved (past the
+//! `--time` and `-C` filters) by its thread and DSO, then the usual output.
+
+use super::{Script, format};
+use crate::machine::{CpuMode, Machine};
+use crate::session::{Context, RawEvent, SampleEvent};
+use perf_data::attr::sample_type as st;
+use perf_data::bytes::until_nul;
+use perf_data::record::{Record, kind};
+use perf_data::sample::context;
+
+impl Script {
+    /// perf's `dump_event` and the record handler's own dump.
+    pub(super) fn dump_record(&mut self, cx: &mut Context<'_>, ev: &RawEvent<'_>) {
+        let Some(file) = self.dump.clone() else { return };
+        let rec = &ev.record;
+        let (t, size) = (rec.header.type_, rec.header.size);
+        let out = &mut self.buf;
+        out.push(b'\n');
+        format::hex_alt(out, ev.offset);
+        format::text(out, format_args!("@{file} ["));
+        format::hex_alt(out, size as u64);
+        format::text(out, format_args!("]: event: {t}\n"));
+        raw_bytes(out, rec.bytes);
+        // evlist__print_tstamp
+        let combined = cx.evlist.evsels.iter().fold(0, |a, e| a | e.attr.sample_type);
+        if t != kind::SAMPLE && !cx.evlist.sample_id_all() {
+            out.extend_from_slice(b"-1 -1 ");
+        } else {
+            if combined & st::CPU != 0 {
+                format::text(out, format_args!("{} ", ev.id.cpu));
+            }
+            if combined & st::TIME != 0 {
+                format::text(out, format_args!("{} ", ev.id.time));
+            }
+        }
+        format::hex_alt(out, ev.offset);
+        out.extend_from_slice(b" [");
+        format::hex_alt(out, size as u64);
+        out.extend_from_slice(b"]: ");
+        let (b, e) = (rec.body(), rec.endian);
+        match t {
+            kind::SAMPLE => {
+                if let (Some(s), Some(evsel)) = (ev.sample, ev.evsel) {
+                    let attr = &cx.evlist.evsels[evsel].attr;
+                    out.extend_from_slice(b"PERF_RECORD_SAMPLE");
+                    sample(out, rec, s, attr.sample_type);
+                }
+            }
+            kind::CALLCHAIN_DEFERRED => {
+                out.extend_from_slice(b"PERF_RECORD_CALLCHAIN_DEFERRED");
+                let (cookie, nr) = (e.read_u64(b, 0).unwrap_or(0), e.read_u64(b, 8).unwrap_or(0));
+                format::text(out, format_args!("(IP, {:#x}): {}/{}: ", rec.header.misc, ev.id.pid, ev.id.tid));
+                format::hex_alt(out, cookie);
+                format::text(out, format_args!("\n... FP chain: nr:{nr}\n"));
+                let held = (b.len().saturating_sub(16) / 8) as u64;
+                for i in 0..nr.min(held) {
+                    let ip = e.read_u64(b, 16 + i as usize * 8).unwrap_or(0);
+                    format::text(out, format_args!("..... {i:2}: {ip:016x}{}\n", context_name(ip)));
+                }
+            }
+            kind::LOST => {
+                let (id, lost) = (e.read_u64(b, 0).unwrap_or(0), e.read_u64(b, 8).unwrap_or(0));
+                format::text(out, format_args!("PERF_RECORD_LOST: id:{id}: lost:{lost}\n"));
+            }
+            kind::LOST_SAMPLES => {
+                format::text(out, format_args!("PERF_RECORD_LOST_SAMPLES: lost:{}\n", e.read_u64(b, 0).unwrap_or(0)));
+            }
+            kind::MMAP | kind::MMAP2 | kind::COMM | kind::FORK | kind::EXIT | kind::SWITCH | kind::SWITCH_CPU_WIDE
+            | kind::NAMESPACES | kind::CGROUP | kind::KSYMBOL | kind::BPF_EVENT | kind::TEXT_POKE => {
+                let trailer = ev.evsel.map_or(0, |i| cx.evlist.evsels[i].attr.id_hdr_size());
+                self.record_text(cx, rec, trailer);
+            }
+            kind::FINISHED_ROUND => {
+                // Ordered, perf's handler ends the line; `--show-round-events`
+                // prints its own line right after; otherwise there is none.
+                out.extend_from_slice(b"PERF_RECORD_FINISHED_ROUND");
+                if !self.opts.show_round_events {
+                    out.extend_from_slice(if self.dump_unordered { b": unhandled!\n" } else { b"\n" });
+                }
+            }
+            _ => {
+                out.extend_from_slice(b"PERF_RECORD_");
+                out.extend_from_slice(kind::name(t).as_bytes());
+                user_record(out, rec);
+            }
+        }
+    }
+
+    /// What perf's `machine__resolve` says about a sample that gets that
+    /// far: its thread and the DSO of its ip.
+    pub(super) fn dump_resolved(&mut self, machine: &mut Machine, ev: &SampleEvent<'_>) {
+        if self.dump.is_none() {
+            return;
+        }
+        let s = ev.sample;
+        let map = self.find_map(machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
+        format::text(&mut self.buf, format_args!(" ... thread: {}:{}\n ...... dso: ", ev.comm, s.tid));
+        match map {
+            Some(m) => self.buf.extend_from_slice(machine.dsos.get(m.dso).name.as_bytes()),
+            None if CpuMode::from_misc(ev.record.header.misc) == CpuMode::Hypervisor => self.buf.extend_from_slice(b"[hypervisor]"),
+            None => self.buf.extend_from_slice(b"<not found>"),
+        }
+        self.buf.push(b'\n');
+    }
+}
+
+/// perf's `trace_event`: the record's bytes, 16 a line, in hex and as
+/// characters.
+fn raw_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    format::text(out, format_args!(".\n. ... raw event: size {} bytes\n", bytes.len()));
+    for (i, line) in bytes.chunks(16).enumerate() {
+        format::text(out, format_args!(".  {:04x}: ", i * 16));
+        for b in line {
+            format::text(out, format_args!(" {b:02x}"));
+        }
+        for _ in line.len()..16 {
+            out.extend_from_slice(b"   ");
+        }
+        out.extend_from_slice(b"  ");
+        for &b in line {
+            out.push(if b.is_ascii_graphic() || b == b' ' { b } else { b'.' });
+        }
+        for _ in line.len()..16 {
+            out.push(b' ');
+        }
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+}
+
+/// perf's `callchain_context_str`.
+fn context_name(ip: u64) -> &'static str {
+    match ip {
+        context::HV => " (PERF_CONTEXT_HV)",
+        context::KERNEL => " (PERF_CONTEXT_KERNEL)",
+        context::USER => " (PERF_CONTEXT_USER)",
+        context::USER_DEFERRED => " (PERF_CONTEXT_USER_DEFERRED)",
+        context::GUEST => " (PERF_CONTEXT_GUEST)",
+        context::GUEST_KERNEL => " (PERF_CONTEXT_GUEST_KERNEL)",
+        context::GUEST_USER => " (PERF_CONTEXT_GUEST_USER)",
+        _ => "",
+    }
+}
+
+/// perf's `dump_sample`, for the sample fields pstitch decodes.
+fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, sample_type: u64) {
+    format::text(out, format_args!("(IP, {:#x}): {}/{}: ", rec.header.misc, s.pid, s.tid));
+    format::hex_alt(out, s.ip);
+    format::text(out, format_args!(" period: {} addr: ", s.period));
+    format::hex_alt(out, s.addr);
+    out.push(b'\n');
+    if let Some(chain) = s.callchain {
+        let ips: Vec<u64> = chain.iter().collect();
+        format::text(out, format_args!("... FP chain: nr:{}\n", ips.len()));
+        for (i, ip) in ips.iter().enumerate() {
+            format::text(out, format_args!("..... {i:2}: {ip:016x}{}\n", context_name(*ip)));
+        }
+        if ips.len() >= 2 && ips[ips.len() - 2] == context::USER_DEFERRED {
+            out.extend_from_slice(b"...... (deferred)\n");
+        }
+    }
+    if sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0 {
+        format::text(out, format_args!("... weight: {}\n", s.weight));
+    }
+    if sample_type & st::DATA_SRC != 0 {
+        format::text(out, format_args!(" . data_src: 0x{:x}\n", s.data_src));
+    }
+    if sample_type & st::PHYS_ADDR != 0 {
+        format::text(out, format_args!(" .. phys_addr: 0x{:x}\n", s.phys_addr));
+    }
+    if sample_type & st::DATA_PAGE_SIZE != 0 {
+        format::text(out, format_args!(" .. data page size: {}\n", super::page_size_name(s.data_page_size)));
+    }
+    if sample_type & st::CODE_PAGE_SIZE != 0 {
+        format::text(out, format_args!(" .. code page size: {}\n", super::page_size_name(s.code_page_size)));
+    }
+    if sample_type & st::TRANSACTION != 0 {
+        format::text(out, format_args!("... transaction: {:x}\n", s.transaction));
+    }
+}
+
+/// What perf prints for the user records of a file (its handlers'
+/// dumps); `: unhandled!` where perf script has no handler.
+fn user_record(out: &mut Vec<u8>, rec: &Record<'_>) {
+    let (b, e) = (rec.body(), rec.endian);
+    match rec.header.type_ {
+        kind::ID_INDEX => {
+            let nr = e.read_u64(b, 0).unwrap_or(0);
+            format::text(out, format_args!(" nr: {nr}\n"));
+            let held = (b.len().saturating_sub(8) / 32) as u64;
+            for i in 0..nr.min(held) {
+                let at = 8 + i as usize * 32;
+                let v = |k: usize| e.read_u64(b, at + k * 8).unwrap_or(0);
+                format::text(out, format_args!(" ... id: {}  idx: {}  cpu: {}  tid: {}\n", v(0), v(1), v(2) as i64, v(3) as i64));
+            }
+        }
+        kind::EVENT_UPDATE => {
+            let (ty, id) = (e.read_u64(b, 0).unwrap_or(0), e.read_u64(b, 8).unwrap_or(0));
+            format::text(out, format_args!("\n... id:    {id}\n"));
+            let payload = b.get(16..).unwrap_or(&[]);
+            match ty {
+                0 => {
+                    out.extend_from_slice(b"... unit:  ");
+                    out.extend_from_slice(until_nul(payload));
+                    out.push(b'\n');
+                }
+                1 => format::text(out, format_args!("... scale: {:.6}\n", f64::from_bits(e.read_u64(payload, 0).unwrap_or(0)))),
+                2 => {
+                    out.extend_from_slice(b"... name:  ");
+                    out.extend_from_slice(until_nul(payload));
+                    out.push(b'\n');
+                }
+                3 => {
+                    out.extend_from_slice(b"... ");
+                    cpu_map(out, payload, e);
+                }
+                _ => out.extend_from_slice(b"... unknown type\n"),
+            }
+        }
+        kind::THREAD_MAP => {
+            let nr = e.read_u64(b, 0).unwrap_or(0);
+            let held = (b.len().saturating_sub(8) / 24) as u64;
+            let nr = nr.min(held);
+            format::text(out, format_args!(" nr: {nr} thread{}: ", if nr > 1 { "s" } else { "" }));
+            for i in 0..nr {
+                let pid = e.read_u64(b, 8 + i as usize * 24).unwrap_or(0) as i32;
+                format::text(out, format_args!("{}{pid}", if i > 0 { ", " } else { "" }));
+            }
+            out.push(b'\n');
+        }
+        kind::CPU_MAP => {
+            out.extend_from_slice(b": ");
+            cpu_map(out, b, e);
+        }
+        _ => out.extend_from_slice(b": unhandled!\n"),
+    }
+}
+
+/// perf's `cpu_map__fprintf` of a `perf_record_cpu_map_data`: the CPUs
+/// as a list of ranges (`0-3,8`).
+fn cpu_map(out: &mut Vec<u8>, data: &[u8], e: perf_data::bytes::Endian) {
+    const CPUS: u16 = 0;
+    const MASK: u16 = 1;
+    const RANGE: u16 = 2;
+    let mut cpus: Vec<i64> = Vec::new();
+    match e.read_u16(data, 0) {
+        Some(CPUS) => {
+            let nr = e.read_u16(data, 2).unwrap_or(0) as usize;
+            for i in 0..nr {
+                let Some(c) = e.read_u16(data, 4 + i * 2) else { break };
+                cpus.push(if c == u16::MAX { -1 } else { c as i64 });
+            }
+        }
+        Some(MASK) => {
+            let (nr, long) = (e.read_u16(data, 2).unwrap_or(0) as usize, e.read_u16(data, 4).unwrap_or(0) as usize);
+            // (type, nr, long_size; 64-bit words after 4 bytes of padding)
+            let at = if long == 4 { 6 } else { 10 };
+            for i in 0..nr {
+                let word = if long == 4 { e.read_u32(data, at + i * 4).map(u64::from) } else { e.read_u64(data, at + i * 8) };
+                let Some(word) = word else { break };
+                let bits = long * 8;
+                for bit in 0..bits {
+                    if word >> bit & 1 != 0 {
+                        cpus.push((i * bits + bit) as i64);
+                    }
+                }
+            }
+        }
+        Some(RANGE) => {
+            let any = data.get(2).copied().unwrap_or(0) != 0;
+            let (start, end) = (e.read_u16(data, 4).unwrap_or(0) as i64, e.read_u16(data, 6).unwrap_or(0) as i64);
+            if any {
+                cpus.push(-1);
+            }
+            cpus.extend(start..=end.max(start - 1));
+        }
+        _ => {
+            out.extend_from_slice(b"failed to get cpumap from event\n");
+            return;
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut first = true;
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 && cpus[i] >= 0 {
+            j += 1;
+        }
+        let sep = if first { "" } else { "," };
+        if j > i {
+            format::text(out, format_args!("{sep}{}-{}", cpus[i], cpus[j]));
+        } else {
+            format::text(out, format_args!("{sep}{}", cpus[i]));
+        }
+        first = false;
+        i = j + 1;
+    }
+    out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perf_data::bytes::Endian;
+
+    fn cpus(data: &[u8]) -> String {
+        let mut out = Vec::new();
+        cpu_map(&mut out, data, Endian::Little);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The three encodings of a CPU map, printed as perf's ranges.
+    #[test]
+    fn cpu_maps_print_as_ranges() {
+        // CPUS: nr 5: 0 1 2 5 7
+        assert_eq!(cpus(&[0, 0, 5, 0, 0, 0, 1, 0, 2, 0, 5, 0, 7, 0]), "0-2,5,7\n");
+        // MASK of 64-bit words: nr 1, long size 8: bits 0, 1, 3
+        assert_eq!(cpus(&[1, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0b1011, 0, 0, 0, 0, 0, 0, 0]), "0-1,3\n");
+        // RANGE: any_cpu, 2..4
+        assert_eq!(cpus(&[2, 0, 1, 0, 2, 0, 4, 0]), "-1,2-4\n");
+        assert_eq!(cpus(&[9, 0]), "failed to get cpumap from event\n");
+    }
+
+    /// perf's `trace_event` layout: 16 bytes a line, the last one padded.
+    #[test]
+    fn raw_bytes_are_dumped_16_a_line() {
+        let mut out = Vec::new();
+        raw_bytes(&mut out, b"D\0\0\0\0\0\x08\0abcdefgh~\x7f");
+        let want = ".\n. ... raw event: size 18 bytes\n\
+                    .  0000:  44 00 00 00 00 00 08 00 61 62 63 64 65 66 67 68  D.......abcdefgh\n\
+                    .  0010:  7e 7f                                            ~.              \n\n";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+}
