@@ -74,7 +74,7 @@ fn bad_options_are_usage_errors() {
     // What pstitch does not do: one line, status 129.
     for (args, line) in [
         (&["-s", "x.py"][..], "pstitch: --script: pstitch does not run perf scripts or filters\n"),
-        (&["report", "flamegraph"][..], "pstitch: report flamegraph: pstitch does not run perf scripts or filters\n"),
+        (&["--dlfilter", "x.so"][..], "pstitch: --dlfilter: pstitch does not run perf scripts or filters\n"),
         (&["--call-trace"][..], "pstitch: --call-trace: needs hardware trace data (Intel PT, BTS, CoreSight), which pstitch does not decode\n"),
     ] {
         let out = pstitch().arg("script").args(args).output().unwrap();
