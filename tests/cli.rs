@@ -2,10 +2,10 @@
 
 use std::process::{Command, Stdio};
 
-use pstitch::perf_data::attr::{flag, sample_type as st};
+use pstitch::perf_data::attr::sample_type as st;
 use pstitch::perf_data::bytes::Endian;
 use pstitch::perf_data::record::kind;
-use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, set_attr_flags};
+use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, cpu_clock_attr};
 
 fn pstitch() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pstitch"))
@@ -15,14 +15,7 @@ fn pstitch() -> Command {
 /// cpu-clock event.
 fn synthetic(n: usize) -> Vec<u8> {
     let p = Put(Endian::Little);
-    let mut attr = Vec::new();
-    p.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
-    p.u32(&mut attr, 128);
-    p.u64(&mut attr, 0); // cpu-clock
-    p.u64(&mut attr, 1000);
-    p.u64(&mut attr, st::IP | st::TID | st::TIME | st::PERIOD);
-    attr.resize(128, 0);
-    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let attr = cpu_clock_attr(Endian::Little, 1000, st::IP | st::TID | st::TIME | st::PERIOD);
     let mut data = Vec::new();
     for i in 0..n as u64 {
         p.header(&mut data, kind::SAMPLE, 2, 40);
@@ -167,14 +160,7 @@ fn man_pages_render_and_document_every_option() {
 /// samples' callchains (tid 7, 1 ms apart).
 pub fn with_callchains(chains: &[&[u64]]) -> Vec<u8> {
     let p = Put(Endian::Little);
-    let mut attr = Vec::new();
-    p.u32(&mut attr, 1);
-    p.u32(&mut attr, 128);
-    p.u64(&mut attr, 0);
-    p.u64(&mut attr, 1000);
-    p.u64(&mut attr, st::IP | st::TID | st::TIME | st::CALLCHAIN | st::PERIOD);
-    attr.resize(128, 0);
-    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let attr = cpu_clock_attr(Endian::Little, 1000, st::IP | st::TID | st::TIME | st::CALLCHAIN | st::PERIOD);
     let mut data = Vec::new();
     for (i, chain) in chains.iter().enumerate() {
         p.header(&mut data, kind::SAMPLE, 1, (8 + 40 + 8 * chain.len()) as u16);

@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pstitch::perf_data::Input;
-use pstitch::perf_data::attr::{flag, sample_type as st};
+use pstitch::perf_data::attr::sample_type as st;
 use pstitch::perf_data::bytes::Endian;
 use pstitch::perf_data::record::kind;
 use pstitch::perf_data::sample::context;
-use pstitch::perf_data::writer::{self, AttrEntry, FileWriter, Put, set_attr_flags};
+use pstitch::perf_data::writer::{self, AttrEntry, FileWriter, Put, cpu_clock_attr};
 use pstitch_fixtures::defer::{DeferOptions, convert};
 
 #[global_allocator]
@@ -57,14 +57,7 @@ fn pad8(v: &mut Vec<u8>) {
 /// sample of a thread that exits in the kernel at the start (held to the
 /// end: everything after it waits); in file mode or (`pipe`) as a stream.
 fn recording(samples: usize, pipe: bool) -> Vec<u8> {
-    let mut attr = Vec::new();
-    LE.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
-    LE.u32(&mut attr, 128);
-    LE.u64(&mut attr, 0); // cpu-clock
-    LE.u64(&mut attr, 1000);
-    LE.u64(&mut attr, st::IP | st::TID | st::TIME | st::CPU | st::PERIOD | st::CALLCHAIN);
-    attr.resize(128, 0);
-    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let attr = cpu_clock_attr(Endian::Little, 1000, st::IP | st::TID | st::TIME | st::CPU | st::PERIOD | st::CALLCHAIN);
 
     let mut data = Vec::new();
     let mut time = 1_000_000_000u64;

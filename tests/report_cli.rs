@@ -120,19 +120,12 @@ fn report_spellings_and_checks() {
 /// A cpu-clock recording built by hand: two samples of an idle CPU (pid
 /// and tid -1) and one of tid 7, no callchains, no comm records.
 fn idle_samples() -> Vec<u8> {
-    use pstitch::perf_data::attr::{flag, sample_type as st};
+    use pstitch::perf_data::attr::sample_type as st;
     use pstitch::perf_data::bytes::Endian;
     use pstitch::perf_data::record::kind;
-    use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, set_attr_flags};
+    use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, cpu_clock_attr};
     let p = Put(Endian::Little);
-    let mut attr = Vec::new();
-    p.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
-    p.u32(&mut attr, 128);
-    p.u64(&mut attr, 0); // cpu-clock
-    p.u64(&mut attr, 1000);
-    p.u64(&mut attr, st::IP | st::TID | st::TIME | st::PERIOD);
-    attr.resize(128, 0);
-    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let attr = cpu_clock_attr(Endian::Little, 1000, st::IP | st::TID | st::TIME | st::PERIOD);
     let mut data = Vec::new();
     for (i, tid) in [u32::MAX, 7, u32::MAX].into_iter().enumerate() {
         p.header(&mut data, kind::SAMPLE, 2, 40);

@@ -495,7 +495,8 @@ impl<'a> Session<'a> {
             return tool.sample_held(&mut cx, &HeldEvent { seq, offset, evsel, record, sample: s });
         }
         let callchain = s.callchain.map(Callchain::Recorded);
-        deliver_filtered(tool, self.parts(), offset, evsel, record, s, callchain, None, cookie, None)
+        let out = Outgoing { offset, evsel, record, sample: s, callchain, held_comm: None, cookie, held: None };
+        deliver_filtered(tool, self.parts(), out)
     }
 
     /// A CALLCHAIN_DEFERRED record: the held samples of its thread go out,
@@ -550,7 +551,8 @@ impl<'a> Session<'a> {
             }
             (_, chain) => chain.map(Callchain::Recorded),
         };
-        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), read_values, unwinder }, h.offset, evsel, record, &s, callchain, Some(&h.comm), cookie, Some(h.seq))
+        let out = Outgoing { offset: h.offset, evsel, record, sample: &s, callchain, held_comm: Some(&h.comm), cookie, held: Some(h.seq) };
+        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), read_values, unwinder }, out)
     }
 
     /// Any other kernel record: the machine takes it in, the tool sees it.
@@ -827,26 +829,30 @@ struct ReadValuesSeen {
     whole: bool,
 }
 
+/// A sample on its way to the tool: what its [`SampleEvent`] will hold but
+/// the comm, which is the thread's at delivery unless the sample was held
+/// (`held_comm`).
+#[derive(Clone, Copy)]
+struct Outgoing<'r> {
+    offset: u64,
+    evsel: usize,
+    record: Record<'r>,
+    sample: &'r Sample<'r>,
+    callchain: Option<Callchain<'r>>,
+    held_comm: Option<&'r Comm>,
+    cookie: Option<u64>,
+    held: Option<u64>,
+}
+
 /// Delivers a sample: a PERF_SAMPLE_READ sample is split into one sample
 /// per counter as perf's `evlist__deliver_sample` splits it: the counter's
 /// event, its id, and as period the counter's change since the last sample
 /// (none for a counter that did not change).
-#[allow(clippy::too_many_arguments)]
-fn deliver_filtered(
-    tool: &mut dyn Tool,
-    Delivery { mut cx, read_values: seen, mut unwinder, .. }: Delivery<'_>,
-    offset: u64,
-    evsel: usize,
-    record: Record<'_>,
-    s: &Sample<'_>,
-    callchain: Option<Callchain<'_>>,
-    held_comm: Option<&Comm>,
-    cookie: Option<u64>,
-    held: Option<u64>,
-) -> Result<()> {
+fn deliver_filtered(tool: &mut dyn Tool, Delivery { mut cx, read_values: seen, mut unwinder, .. }: Delivery<'_>, out: Outgoing<'_>) -> Result<()> {
+    let (s, evsel) = (out.sample, out.evsel);
     let attr = &cx.evlist.evsels[evsel].attr;
     let Some(read) = s.read.filter(|_| attr.samples(sample_type::READ) && !seen.whole) else {
-        return deliver_one(tool, &mut cx, unwinder, offset, evsel, record, s, callchain, held_comm, cookie, held);
+        return deliver_one(tool, &mut cx, unwinder, out);
     };
     // perf_evsel__attr_has_per_thread_sample_period.
     let per_thread = attr.samples(sample_type::TID) && attr.has(flag::INHERIT);
@@ -861,7 +867,7 @@ fn deliver_filtered(
         *last = value;
         if period != 0 {
             let one = Sample { id: Some(id), period, ..*s };
-            deliver_one(tool, &mut cx, unwinder.as_deref_mut(), offset, member, record, &one, callchain, held_comm, cookie, held)?;
+            deliver_one(tool, &mut cx, unwinder.as_deref_mut(), Outgoing { evsel: member, sample: &one, ..out })?;
         }
     }
     Ok(())
@@ -872,20 +878,8 @@ fn deliver_filtered(
 /// stack unwound if it has one to unwind (perf's
 /// `thread__resolve_callchain_unwind`). `held_comm`: the comm of a sample
 /// that was held for its deferred callchain.
-#[allow(clippy::too_many_arguments)]
-fn deliver_one(
-    tool: &mut dyn Tool,
-    cx: &mut Context<'_>,
-    unwinder: Option<&mut UserUnwinder>,
-    offset: u64,
-    evsel: usize,
-    record: Record<'_>,
-    s: &Sample<'_>,
-    callchain: Option<Callchain<'_>>,
-    held_comm: Option<&Comm>,
-    cookie: Option<u64>,
-    held: Option<u64>,
-) -> Result<()> {
+fn deliver_one(tool: &mut dyn Tool, cx: &mut Context<'_>, unwinder: Option<&mut UserUnwinder>, out: Outgoing<'_>) -> Result<()> {
+    let Outgoing { offset, evsel, record, sample: s, callchain, held_comm, cookie, held } = out;
     if cx.filter.skip_time(s.time) || cx.filter.skip_cpu(s.cpu) {
         return Ok(());
     }

@@ -111,7 +111,9 @@ pub fn printed_samples(text: &str) -> Vec<(i64, String, Vec<u64>)> {
 
 /// The pstitch binary run on a golden case's recording as the golden
 /// harness runs it (the case's symfs and kallsyms, no build-id cache),
-/// with `args` (whitespace-separated) after.
+/// with `args` (whitespace-separated) after. (Not in the fuzz targets,
+/// which share this module but are not built with the binary.)
+#[cfg(not(fuzzing))]
 pub fn script_in_case(case: &std::path::Path, args: &str) -> std::io::Result<std::process::Output> {
     std::process::Command::new(env!("CARGO_BIN_EXE_pstitch"))
         .current_dir(case)

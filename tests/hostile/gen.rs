@@ -5,7 +5,7 @@
 use pstitch::perf_data::attr::{flag, sample_type as st};
 use pstitch::perf_data::bytes::Endian;
 use pstitch::perf_data::record::kind;
-use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, set_attr_flags};
+use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, cpu_clock_attr, set_attr_flags};
 
 const LE: Put = Put(Endian::Little);
 
@@ -180,14 +180,7 @@ const PID: u32 = 4242;
 /// build-ids) and has one cpu-clock sample per `(dso index, offset)` in
 /// `samples`, with a one-frame user callchain at that offset.
 pub fn samples_in_dsos(comm: &str, dsos: &[&str], samples: &[(usize, u64)]) -> Vec<u8> {
-    let mut attr = Vec::new();
-    LE.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
-    LE.u32(&mut attr, 128);
-    LE.u64(&mut attr, 0); // cpu-clock
-    LE.u64(&mut attr, 1000);
-    LE.u64(&mut attr, st::IP | st::TID | st::TIME | st::CALLCHAIN | st::PERIOD);
-    attr.resize(128, 0);
-    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let attr = cpu_clock_attr(Endian::Little, 1000, st::IP | st::TID | st::TIME | st::CALLCHAIN | st::PERIOD);
     let mut data = Vec::new();
     let time = std::cell::Cell::new(1_000_000_000u64);
     let record = |data: &mut Vec<u8>, ty: u32, misc: u16, body: &[u8], with_id: bool| {
@@ -503,14 +496,7 @@ const FILLER: usize = 65528;
 /// `mmap_len` bytes: perf allows chunks of up to that size. No FINISHED_ROUND: every
 /// sample stays queued to the end.
 pub fn compressed_chunks(samples: usize, filler_per_sample: usize, chunk_bytes: usize, mmap_len: u32) -> Vec<u8> {
-    let mut attr = Vec::new();
-    LE.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
-    LE.u32(&mut attr, 128);
-    LE.u64(&mut attr, 0); // cpu-clock
-    LE.u64(&mut attr, 1000);
-    LE.u64(&mut attr, st::IP | st::TID | st::TIME | st::PERIOD);
-    attr.resize(128, 0);
-    set_attr_flags(&mut attr, Endian::Little, flag::SAMPLE_ID_ALL | flag::EXCLUDE_GUEST);
+    let attr = cpu_clock_attr(Endian::Little, 1000, st::IP | st::TID | st::TIME | st::PERIOD);
     // Made as they are compressed: the records themselves would take
     // hundreds of megabytes.
     let records = (0..samples as u64).flat_map(|n| {

@@ -69,6 +69,23 @@ pub fn set_attr_flags(raw_attr: &mut [u8], endian: Endian, mask: u64) {
     for_flag_bits(raw_attr, endian, mask, |byte, bit| *byte |= bit);
 }
 
+/// A cpu-clock attr (`PERF_ATTR_SIZE_VER5`, 128 bytes) sampling every
+/// `period` with `sample_type`, `sample_id_all` and `exclude_guest` set,
+/// as `perf record -e cpu-clock -c PERIOD` writes it: for recordings written
+/// by hand (tests, fixtures).
+pub fn cpu_clock_attr(endian: Endian, period: u64, sample_type: u64) -> Vec<u8> {
+    let p = Put(endian);
+    let mut attr = Vec::new();
+    p.u32(&mut attr, 1); // PERF_TYPE_SOFTWARE
+    p.u32(&mut attr, 128);
+    p.u64(&mut attr, 0); // PERF_COUNT_SW_CPU_CLOCK
+    p.u64(&mut attr, period);
+    p.u64(&mut attr, sample_type);
+    attr.resize(128, 0);
+    set_attr_flags(&mut attr, endian, super::attr::flag::SAMPLE_ID_ALL | super::attr::flag::EXCLUDE_GUEST);
+    attr
+}
+
 /// Clears bits of the attr flags word (see [`set_attr_flags`]).
 pub fn clear_attr_flags(raw_attr: &mut [u8], endian: Endian, mask: u64) {
     for_flag_bits(raw_attr, endian, mask, |byte, bit| *byte &= !bit);
