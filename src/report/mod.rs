@@ -40,7 +40,7 @@ use crate::symbols::{SymbolConfig, Symbolizer};
 use std::io::Write;
 
 use perf_data::Input;
-use perf_data::attr::{event_type, flag};
+use perf_data::attr::event_type;
 use perf_data::features::feat;
 
 /// What the report tools are asked: the perf script options that shape
@@ -133,12 +133,9 @@ fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: 
             return (Report::stop(Outcome::Failed, messages), Vec::new());
         }
     }
-    let symbols_for_unwind = symbols.clone();
-    let mut symbolizer = Symbolizer::new(symbols.clone());
-    symbolizer.set_build_ids(features.build_ids());
-    if threads == Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(flag::EXCLUDE_KERNEL)) {
-        symbolizer.read_kallsyms_ahead();
-    }
+    // perf unwinds --call-graph dwarf samples for its scripts too.
+    crate::script::unwind_where_shown(&mut session_opts, &output, &symbols);
+    let symbolizer = crate::script::symbolizer(symbols.clone(), &features, &evlist, threads);
     let printer = if session_opts.no_merge_callchains {
         let mut own = Symbolizer::new(symbols);
         own.set_build_ids(features.build_ids());
@@ -156,10 +153,6 @@ fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: 
     } else {
         None
     };
-    // perf unwinds --call-graph dwarf samples for its scripts too.
-    if session_opts.unwind.is_none() && !hide_call_graph {
-        session_opts.unwind = Some(crate::unwind::UnwindOptions { max_stack, files: symbols_for_unwind });
-    }
     let mut collector = stacks::Collector::new(symbolizer, sink, max_stack, hide_call_graph, printer);
     let pipe = input.pipe;
     let mut session = Session::new(input.records(), evlist, features, pipe, session_opts);

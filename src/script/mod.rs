@@ -21,7 +21,7 @@ mod run;
 
 pub use fields::{FieldError, OutputFields};
 pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
-pub(crate) use run::{FilterLists, apply_filters, session_messages};
+pub(crate) use run::{FilterLists, apply_filters, session_messages, symbolizer, unwind_where_shown};
 
 use std::io::Write;
 

@@ -281,12 +281,8 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     if let Err(outcome) = list_filters(&lists, &evlist, &features, &mut session_opts, &mut messages) {
         return Report::stop(outcome, messages);
     }
-    let (max_stack, hide_call_graph, unwind_files) = (output.max_stack, output.hide_call_graph, symbols.clone());
-    let mut symbolizer = Symbolizer::new(symbols);
-    symbolizer.set_build_ids(features.build_ids());
-    if threads == Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(flag::EXCLUDE_KERNEL)) {
-        symbolizer.read_kallsyms_ahead();
-    }
+    unwind_where_shown(&mut session_opts, &output, &symbols);
+    let symbolizer = symbolizer(symbols, &features, &evlist, threads);
     let mut script = KeepAtExit { value: Some(Script::new(output, symbolizer, out, threads)), exiting: source.process_exits };
     let pipe = input.pipe;
     if dump != super::Dump::None {
@@ -338,11 +334,6 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
             _ => return Report::stop(Outcome::NotFound, messages),
         }
     }
-    // perf unwinds --call-graph dwarf samples when it prints their
-    // callchain.
-    if session_opts.unwind.is_none() && !hide_call_graph {
-        session_opts.unwind = Some(UnwindOptions { max_stack, files: unwind_files });
-    }
     let mut session = Session::new(input.records(), evlist, features, pipe, session_opts);
     if let Some(p) = source.progress {
         session.set_progress(p);
@@ -372,6 +363,26 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     report(outcome, messages)
 }
 
+/// perf unwinds --call-graph dwarf samples wherever it shows their
+/// callchain (printed, or handed to its scripts): with the files symbols
+/// come from, cut at `--max-stack`.
+pub(crate) fn unwind_where_shown(opts: &mut SessionOptions, output: &ScriptOptions, symbols: &SymbolConfig) {
+    if opts.unwind.is_none() && !output.hide_call_graph {
+        opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone() });
+    }
+}
+
+/// The symbolizer of a run: the input's build-ids, and kallsyms read ahead
+/// on another thread when kernel samples will need it.
+pub(crate) fn symbolizer(symbols: SymbolConfig, features: &Features, evlist: &Evlist, threads: Threads) -> Symbolizer {
+    let mut symbolizer = Symbolizer::new(symbols);
+    symbolizer.set_build_ids(features.build_ids());
+    if threads == Threads::Parallel && evlist.evsels.iter().any(|e| !e.attr.has(flag::EXCLUDE_KERNEL)) {
+        symbolizer.read_kallsyms_ahead();
+    }
+    symbolizer
+}
+
 /// perf's MAX_NR_CPUS.
 const MAX_NR_CPUS: u32 = 4096;
 
@@ -379,7 +390,7 @@ const MAX_NR_CPUS: u32 = 4096;
 /// first event of every kernel event type, a valid list (libperf's
 /// `perf_cpu_map__new`), and CPUs the recording had. `None` once the
 /// reason was said.
-fn cpu_bitmap(evlist: &perf_data::evlist::Evlist, features: &perf_data::features::Features, list: &str, messages: &mut Vec<String>) -> Option<std::collections::BTreeSet<u32>> {
+fn cpu_bitmap(evlist: &Evlist, features: &Features, list: &str, messages: &mut Vec<String>) -> Option<std::collections::BTreeSet<u32>> {
     const PERF_TYPE_MAX: u32 = 6;
     let mut seen = std::collections::BTreeSet::new();
     let lacking = evlist.evsels.iter().filter(|e| e.attr.type_ < PERF_TYPE_MAX && seen.insert(e.attr.type_)).any(|e| !e.attr.samples(sample_type::CPU));
