@@ -202,11 +202,35 @@ fn unknown_ids_and_types_are_skipped_with_one_warning() {
 }
 
 #[test]
+fn records_of_a_newer_perf_are_warned_about_as_perf_does_but_boundedly() {
+    // Every sample becomes a type past perf 7.2's PERF_RECORD_HEADER_MAX:
+    // perf warns for each; pstitch says it in perf's words for the first
+    // 100 and counts the rest.
+    let bytes = std::fs::read(golden("two-events")).unwrap();
+    let mut v = bytes.clone();
+    let samples: Vec<usize> = record_bounds(&bytes).into_iter().filter(|&o| o + 8 <= v.len() && v[o] == 9 && v[o + 1] == 0).collect();
+    assert!(samples.len() > 150, "{} samples", samples.len());
+    for &o in &samples {
+        v[o..o + 4].copy_from_slice(&90u32.to_le_bytes());
+    }
+    let o = pstitch(&tmp("newer-types", &v), FIELDS);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    let said = "Warning:\nUnsupported header type 90, please consider updating perf.\n";
+    assert!(e.starts_with(&said.repeat(100)), "{e}");
+    assert_eq!(e.matches(said).count(), 100, "{e}");
+    assert!(e.contains(&format!(": warning: {} more of perf's warnings (as above) not shown", samples.len() - 100)), "{e}");
+}
+
+#[test]
 fn lost_events_are_counted() {
     let o = pstitch(&golden("deferred-lost"), FIELDS);
     assert_eq!(o.status.code(), Some(0));
     let e = stderr(&o);
-    assert!(e.contains("108 PERF_RECORD_LOST records: 108 events were lost"), "{e}");
+    // perf's words: every record processed, the LOST records among them.
+    assert!(e.starts_with("Warning:\nProcessed 896 events and lost 108 chunks!\n\nCheck IO/CPU overload!\n\n"), "{e}");
+    let shown = pstitch(&golden("deferred-lost"), &[FIELDS, &["--show-lost-events"]].concat());
+    assert!(!stderr(&shown).contains("Warning:"), "perf does not warn about lost events it shows");
 }
 
 #[test]

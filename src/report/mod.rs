@@ -169,7 +169,7 @@ fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: 
         // Symbol tables and caches go with the process.
         std::mem::forget(collector);
     }
-    crate::script::session_messages(name, &session, tool_warnings, &mut messages);
+    crate::script::session_messages(name, &session, tool_warnings, false, &mut messages);
     let mut outcome = Outcome::Printed;
     if let Err(e) = result {
         messages.push(format!("pstitch: {name}: {e}"));

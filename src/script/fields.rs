@@ -156,8 +156,10 @@ pub fn output_type(attr: &Attr) -> usize {
     }
 }
 
+/// perf's `event_type()`: how its messages name an output type (synth and
+/// other types are "unknown" there).
 pub fn type_name(t: usize) -> &'static str {
-    ["hardware", "software", "tracepoint", "hardware cache", "raw", "breakpoint", "synth", "other"][t]
+    ["hardware", "software", "tracepoint", "hardware-cache", "raw", "breakpoint", "unknown", "unknown"][t]
 }
 
 /// The field set of one output type.

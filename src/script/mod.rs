@@ -909,7 +909,10 @@ impl Tool for Script {
         }
         let Some(stream) = self.features.as_mut() else { return Ok(()) };
         let mut text = Vec::new();
-        if let Err(w) = stream.feature(&mut text, bit, payload, cx.endian, cx.evlist) {
+        // The session says in perf's words why it rejects CPU_DOMAIN_INFO.
+        if let Err(w) = stream.feature(&mut text, bit, payload, cx.endian, cx.evlist)
+            && bit != u64::from(perf_data::features::feat::CPU_DOMAIN_INFO)
+        {
             self.warnings.push(w);
         }
         if !text.is_empty() {

@@ -245,6 +245,7 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     } = config;
     let name = source.name;
     let show_on_off = output.show_on_off_events;
+    let show_lost_events = output.show_lost_events;
     let mut messages = Vec::new();
     let (evlist, features, warnings) = input.take_header();
     if header_mode != HeaderMode::None {
@@ -351,7 +352,7 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
         return report(Outcome::Printed, messages);
     }
     messages.append(&mut script.said);
-    session_messages(name, &session, std::mem::take(&mut script.warnings), &mut messages);
+    session_messages(name, &session, std::mem::take(&mut script.warnings), show_lost_events, &mut messages);
     let mut outcome = Outcome::Printed;
     if let Err(e) = flushed {
         messages.push(format!("pstitch: writing output: {e}"));
@@ -420,17 +421,40 @@ fn cpu_bitmap(evlist: &Evlist, features: &Features, list: &str, messages: &mut V
 /// What a finished session has to say: the tool's warnings and the
 /// session's, lost events, forks without maps, deferred callchains left
 /// unmerged.
-pub(crate) fn session_messages(name: &str, session: &Session<'_>, tool_warnings: Vec<String>, messages: &mut Vec<String>) {
+///
+/// `show_lost_events`: the LOST records were printed (`--show-lost-events`),
+/// so perf's warning about them is not given.
+pub(crate) fn session_messages(
+    name: &str,
+    session: &Session<'_>,
+    tool_warnings: Vec<String>,
+    show_lost_events: bool,
+    messages: &mut Vec<String>,
+) {
     let stitch = session.stitch_stats();
     for w in tool_warnings.into_iter().chain(session.warnings.messages()) {
         messages.push(format!("pstitch: {name}: warning: {w}"));
     }
+    messages.extend(session.perf_says.iter().cloned());
+    if session.perf_says_dropped > 0 {
+        messages.push(format!("pstitch: {name}: warning: {} more of perf's warnings (as above) not shown", session.perf_says_dropped));
+    }
     let st = &session.stats;
-    if st.nr_lost_records > 0 {
+    if st.nr_lost_records > 0 && !show_lost_events {
+        // perf's words (perf_session__warn_about_errors): every record it
+        // processed, user records and compressed chunks' contents included,
+        // and the PERF_RECORD_LOST records among them ("chunks").
         messages.push(format!(
-            "pstitch: {name}: warning: {} PERF_RECORD_LOST records: {} events were lost (the ring buffer overflowed; check IO/CPU overload)",
-            st.nr_lost_records, st.lost_events
+            "Warning:\nProcessed {} events and lost {} chunks!\n\nCheck IO/CPU overload!\n",
+            st.nr_processed(),
+            st.nr_lost_records
         ));
+    }
+    // perf_session__warn_order: not for backward ring buffers, whose
+    // records come out of order by design.
+    let backward = session.evlist.evsels.iter().any(|e| e.attr.has(perf_data::attr::flag::WRITE_BACKWARD));
+    if st.nr_unordered > 0 && !backward {
+        messages.push(format!("Warning:\n{} out of order events recorded.", st.nr_unordered));
     }
     if st.lost_samples > 0 {
         messages.push(format!("pstitch: {name}: warning: {} samples were lost (PERF_RECORD_LOST_SAMPLES)", st.lost_samples));

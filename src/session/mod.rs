@@ -107,6 +107,14 @@ pub struct Stats {
     pub nr_cpu_clamped: u64,
 }
 
+impl Stats {
+    /// perf's `nr_events[0]`: the records it processed, of every known type
+    /// (a type past PERF_RECORD_HEADER_MAX stops perf before it is counted).
+    pub fn nr_processed(&self) -> u64 {
+        self.by_type.iter().filter(|&(t, _)| t < kind::HEADER_MAX).map(|(_, n)| n).sum()
+    }
+}
+
 /// Bounds on the memory one input may make the session use.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -159,6 +167,10 @@ pub struct Session<'a> {
     pub stats: Stats,
     /// Warnings, each said once (printed by the caller).
     pub warnings: Warnings,
+    /// What perf says while reading, in its words (printed as they are),
+    /// at most [`MAX_PERF_SAYS`] of them; `perf_says_dropped` counts the rest.
+    pub perf_says: Vec<String>,
+    pub perf_says_dropped: u64,
     /// Threads, comms and maps, as the records so far made them.
     pub machine: Machine,
     limits: Limits,
@@ -184,6 +196,9 @@ pub struct Session<'a> {
     /// beyond the queue.
     upcoming_seen: std::cell::Cell<u64>,
 }
+
+/// Most of perf's own messages kept from one input.
+pub const MAX_PERF_SAYS: usize = 100;
 
 /// How far reading has got (for a progress display).
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +227,8 @@ impl<'a> Session<'a> {
             pipe,
             stats: Stats::default(),
             warnings: Warnings::default(),
+            perf_says: Vec::new(),
+            perf_says_dropped: 0,
             machine: Machine::new(),
             limits: options.limits,
             merge_callchains: !options.no_merge_callchains,
@@ -322,6 +339,17 @@ impl<'a> Session<'a> {
     }
 
     /// Skips a record with a warning (said once per kind, counted).
+    /// Keeps a message perf prints while reading, in its words; past
+    /// [`MAX_PERF_SAYS`] of them only counts it (hostile input must not
+    /// make stderr or memory grow without bound).
+    fn perf_say(&mut self, msg: impl FnOnce() -> String) {
+        if self.perf_says.len() < MAX_PERF_SAYS {
+            self.perf_says.push(msg());
+        } else {
+            self.perf_says_dropped += 1;
+        }
+    }
+
     fn skip(&mut self, key: String, msg: impl FnOnce() -> String) {
         self.stats.nr_skipped += 1;
         self.warnings.warn(key, msg);
@@ -345,7 +373,8 @@ impl<'a> Session<'a> {
         // FINISHED_ROUND horizon exactly as they do in perf).
         if t >= kind::HEADER_MAX {
             self.stats.nr_unknown_type += 1;
-            self.warnings.warn(format!("unknown-type-{t}"), || format!("{at}: skipping records of unknown type {t}"));
+            // perf 7.2 warns for every such record (a newer perf's type).
+            self.perf_say(|| format!("Warning:\nUnsupported header type {t}, please consider updating perf."));
             return self.consumed(tool, offset, &bytes, Why::Skipped);
         }
         let min = record::min_size(t);
@@ -698,6 +727,18 @@ impl<'a> Session<'a> {
                             }
                         }
                         feat::NRCPUS => self.nr_cpus = nr_cpus_avail(&self.features),
+                        // perf 7.2 checks it as it arrives (pipe files of
+                        // perf 6.1 end with an empty one), says why it
+                        // rejects it and goes on.
+                        feat::CPU_DOMAIN_INFO => {
+                            let mut env = perf_data::env::Env::default();
+                            if let Some((avail, online)) = self.features.nr_cpus() {
+                                (env.nr_cpus_avail, env.nr_cpus_online) = (avail, online);
+                            }
+                            if let Err(why) = env.process(bit, payload, e, &self.evlist) {
+                                self.perf_say(|| why);
+                            }
+                        }
                         _ => {}
                     }
                 }

@@ -89,6 +89,9 @@ pub mod flag {
     pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
     pub const MMAP2: u64 = 1 << 23;
     pub const COMM_EXEC: u64 = 1 << 24;
+    /// The ring buffer is written backward (overwrite mode): its records
+    /// come out of time order by design.
+    pub const WRITE_BACKWARD: u64 = 1 << 27;
     pub const DEFER_CALLCHAIN: u64 = 1 << 38;
     pub const DEFER_OUTPUT: u64 = 1 << 39;
 }

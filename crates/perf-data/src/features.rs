@@ -52,6 +52,9 @@ pub mod feat {
     pub const CLOCK_DATA: u32 = 29;
     pub const HYBRID_TOPOLOGY: u32 = 30;
     pub const PMU_CAPS: u32 = 31;
+    /// perf 7.2's scheduler domains; perf 6.1 wrote its HEADER_LAST_FEATURE
+    /// mark with this id, empty, at the end of a pipe's features.
+    pub const CPU_DOMAIN_INFO: u32 = 32;
 }
 
 /// One event described by EVENT_DESC.
