@@ -72,6 +72,8 @@ fields! {
 
 /// Fields pstitch can print. Asking for another one is an error that says so.
 pub const SUPPORTED: Field = f::COMM
+    | f::IREGS
+    | f::UREGS
     | f::TID
     | f::PID
     | f::TIME
@@ -105,9 +107,7 @@ const PRINTED_EMPTY: Field =
 /// Fields perf refuses, with its messages, for recordings without their
 /// data; pstitch refuses them for recordings with it (it cannot print them
 /// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
-const REFUSED_WITH_DATA: Field = f::IREGS
-    | f::UREGS
-    | f::DATA_SRC
+const REFUSED_WITH_DATA: Field = f::DATA_SRC
     | f::CGROUP
     | f::INS_LAT
     | f::RETIRE_LAT
@@ -448,8 +448,6 @@ impl OutputFields {
         // Past perf's checks: the fields whose data this recording has but
         // pstitch cannot print yet.
         let data = [
-            (f::IREGS, st::REGS_INTR),
-            (f::UREGS, st::REGS_USER),
             (f::CGROUP, st::CGROUP),
             (f::INS_LAT, st::WEIGHT_STRUCT),
             (f::RETIRE_LAT, st::WEIGHT_STRUCT),
@@ -563,8 +561,10 @@ mod tests {
         let fields = refuse("comm,ip,brstack,ipc,callindent,vcpu", &plain).unwrap();
         assert_ne!(fields & f::BRSTACK, 0);
         // With the data: pstitch's own refusal, never a silent omission.
+        let cgroups = Attr { sample_type: plain.sample_type | st::CGROUP, ..plain.clone() };
+        assert!(refuse("comm,cgroup", &cgroups).unwrap_err().0.starts_with("pstitch does not support the 'cgroup' field"));
         let regs = Attr { sample_type: plain.sample_type | st::REGS_INTR, ..plain.clone() };
-        assert!(refuse("comm,iregs", &regs).unwrap_err().0.starts_with("pstitch does not support the 'iregs' field"));
+        assert_ne!(refuse("comm,iregs", &regs).unwrap() & f::IREGS, 0);
         let branches = Attr { sample_type: plain.sample_type | st::BRANCH_STACK, ..plain.clone() };
         assert!(refuse("comm,ip,ipc", &branches).unwrap_err().0.starts_with("pstitch does not support the 'ipc' field"));
     }

@@ -17,6 +17,7 @@ mod format;
 mod header;
 mod heads;
 mod prefetch;
+mod regs;
 mod run;
 
 pub use fields::{FieldError, OutputFields};
@@ -211,6 +212,9 @@ pub(crate) struct Script {
     pub warnings: Vec<String>,
     /// What perf itself says on stderr, word for word (`-d`).
     pub said: Vec<String>,
+    /// The recording is of x86 (register names for `iregs`/`uregs`); known
+    /// at the first sample (in pipe mode the features come before it).
+    x86: Option<bool>,
     /// `--reltime`, `--deltatime`: the first and the previous time shown.
     initial_time: u64,
     previous_time: u64,
@@ -293,6 +297,7 @@ impl Script {
             attr_types_seen: Default::default(),
             combined_sample_type: 0,
             features: None,
+            x86: None,
             warnings: Vec::new(),
             said: Vec::new(),
             initial_time: 0,
@@ -514,6 +519,15 @@ impl Script {
                 _ => {
                     self.buf.push(b' ');
                     self.print_ip_line(machine, s.tid, CpuMode::from_misc(misc), s.ip, ip_opts);
+                }
+            }
+        }
+        if fields & (f::IREGS | f::UREGS) != 0 {
+            for (field, regs) in [(f::IREGS, &s.intr_regs), (f::UREGS, &s.user_regs)] {
+                if fields & field != 0
+                    && let Some(r) = regs
+                {
+                    regs::print(&mut self.buf, r, self.x86.unwrap_or(true));
                 }
             }
         }
@@ -771,6 +785,9 @@ impl Tool for Script {
 
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
+        if self.x86.is_none() {
+            self.x86 = Some(regs::is_x86(cx.features.string(perf_data::features::feat::ARCH).as_deref()));
+        }
         match self.opts.per_event {
             PerEvent::All => {}
             PerEvent::Samples(i) if i == ev.evsel => {}

@@ -43,7 +43,7 @@ use std::rc::Rc;
 
 pub(crate) use modules::ModuleSpace;
 pub(crate) use object::Object;
-pub(crate) use regs::{Arch, UserRegs, abi};
+pub(crate) use regs::{Arch, Regs, abi};
 pub(crate) use user::UserUnwinder;
 pub use user::{UnwindOptions, UnwindStats};
 
@@ -86,7 +86,7 @@ pub struct MapRef {
 /// A sample's user state.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample<'a> {
-    pub regs: UserRegs<'a>,
+    pub regs: Regs<'a>,
     /// The valid part of the stack copy (`dyn_size` bytes; perf rejects a
     /// sample whose `dyn_size` exceeds the copy).
     pub stack: &'a [u8],

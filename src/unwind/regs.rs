@@ -27,7 +27,7 @@
 /// registers (x86_64 17, aarch64 97).
 pub const MAX_DWARF_REGS: usize = 128;
 
-pub(crate) use perf_data::sample::UserRegs;
+pub(crate) use perf_data::sample::Regs;
 
 /// `PERF_SAMPLE_REGS_ABI_*`.
 pub mod abi {
@@ -144,7 +144,7 @@ impl RegFile {
     }
 
     /// The initial frame of a sample, as perf 7.2 sets it up.
-    pub(crate) fn initial(arch: Arch, regs: &UserRegs<'_>) -> RegFile {
+    pub(crate) fn initial(arch: Arch, regs: &Regs<'_>) -> RegFile {
         let mut f = RegFile::empty(arch.frame_nregs());
         let mut max = 0;
         let mut bits = regs.mask;
@@ -192,8 +192,8 @@ pub(crate) mod tests {
     }
 
     /// A sample's registers over `bytes` (see [`words`]).
-    pub(crate) fn user_regs(abi: u64, mask: u64, bytes: &[u8]) -> UserRegs<'_> {
-        UserRegs { abi, mask, values: U64Array::new(bytes, Endian::Little) }
+    pub(crate) fn user_regs(abi: u64, mask: u64, bytes: &[u8]) -> Regs<'_> {
+        Regs { abi, mask, values: U64Array::new(bytes, Endian::Little) }
     }
 
     /// perf's x86_64 `--call-graph dwarf` mask: AX..SS and R8..R15.

@@ -61,7 +61,10 @@ pub struct Sample<'a> {
     pub data_page_size: u64,
     pub code_page_size: u64,
     /// `PERF_SAMPLE_REGS_USER`, if sampled.
-    pub user_regs: Option<UserRegs<'a>>,
+    pub user_regs: Option<Regs<'a>>,
+    /// `PERF_SAMPLE_REGS_INTR`, if sampled: the registers at the
+    /// interrupt (`sample_regs_intr` gives the mask), same layout.
+    pub intr_regs: Option<Regs<'a>>,
     /// `PERF_SAMPLE_STACK_USER`, if sampled: the valid part of the copy
     /// (`dyn_size` bytes from the sampled stack pointer up; empty when the
     /// kernel copied nothing).
@@ -70,19 +73,20 @@ pub struct Sample<'a> {
     pub read: Option<ReadValues<'a>>,
 }
 
-/// A sample's user registers (`PERF_SAMPLE_REGS_USER`): the ABI word
-/// (`PERF_SAMPLE_REGS_ABI_*`; 0, "none", for a task without user state,
-/// a kernel thread) and, unless it is 0, one value per bit of the event's
-/// `sample_regs_user` mask, lowest bit first.
+/// A sample's registers (`PERF_SAMPLE_REGS_USER`, `PERF_SAMPLE_REGS_INTR`):
+/// the ABI word (`PERF_SAMPLE_REGS_ABI_*`; 0, "none", for a task without
+/// user state, a kernel thread) and, unless it is 0, one value per bit of
+/// the event's `sample_regs_user` (`sample_regs_intr`) mask, lowest bit
+/// first.
 #[derive(Debug, Clone, Copy)]
-pub struct UserRegs<'a> {
+pub struct Regs<'a> {
     pub abi: u64,
-    /// The event's `sample_regs_user` (0 when `abi` is 0: no values).
+    /// The event's register mask (0 when `abi` is 0: no values).
     pub mask: u64,
     pub values: U64Array<'a>,
 }
 
-impl UserRegs<'_> {
+impl Regs<'_> {
     /// perf's `perf_reg_value`: the value of register `id` (perf's
     /// numbering for the recording's architecture), if the mask has it.
     pub fn get(&self, id: u32) -> Option<u64> {
@@ -235,12 +239,7 @@ impl<'a> Sample<'a> {
             }
         }
         if st & REGS_USER != 0 {
-            let abi = u64f!("REGS_USER");
-            let (mask, values) = match abi {
-                0 => (0, U64Array::EMPTY),
-                _ => (attr.sample_regs_user, c.u64_array(attr.sample_regs_user.count_ones().into()).map_err(trunc("REGS_USER"))?),
-            };
-            s.user_regs = Some(UserRegs { abi, mask, values });
+            s.user_regs = Some(regs(&mut c, attr.sample_regs_user).map_err(trunc("REGS_USER"))?);
         }
         if st & STACK_USER != 0 {
             let size = u64f!("STACK_USER");
@@ -266,7 +265,7 @@ impl<'a> Sample<'a> {
             s.transaction = u64f!("TRANSACTION");
         }
         if st & REGS_INTR != 0 {
-            skip_regs(&mut c, attr.sample_regs_intr).map_err(trunc("REGS_INTR"))?;
+            s.intr_regs = Some(regs(&mut c, attr.sample_regs_intr).map_err(trunc("REGS_INTR"))?);
         }
         if st & PHYS_ADDR != 0 {
             s.phys_addr = u64f!("PHYS_ADDR");
@@ -377,12 +376,14 @@ fn read_values<'a>(c: &mut Cursor<'a>, rf: u64) -> Result<ReadValues<'a>, Trunca
     }
 }
 
-fn skip_regs(c: &mut Cursor<'_>, mask: u64) -> Result<(), Truncated> {
+/// `{ u64 abi; u64 regs[popcount(mask)] }`, the values only when the ABI
+/// is not 0 ("none": a kernel thread has no user registers).
+fn regs<'a>(c: &mut Cursor<'a>, mask: u64) -> Result<Regs<'a>, Truncated> {
     let abi = c.u64()?;
-    if abi != 0 {
-        c.skip(mask.count_ones() as usize * 8)?;
+    if abi == 0 {
+        return Ok(Regs { abi, mask: 0, values: U64Array::EMPTY });
     }
-    Ok(())
+    Ok(Regs { abi, mask, values: c.u64_array(mask.count_ones().into())? })
 }
 
 /// The `sample_id` fields that trail non-sample records.
