@@ -166,6 +166,9 @@ pub struct Machine {
     epoch: u64,
     /// Map groups made so far (the next one's number).
     groups: u64,
+    /// Cgroup paths by id, from CGROUP records (perf's `env->cgroups`):
+    /// the first path given for an id stays, as in perf's `cgroup__findnew`.
+    cgroups: crate::fasthash::FastMap<u64, Box<[u8]>>,
 }
 
 impl Default for Machine {
@@ -188,6 +191,7 @@ impl Machine {
             fork_map_budget: MAX_FORK_MAP_COPIES,
             epoch: 0,
             groups: 0,
+            cgroups: Default::default(),
         };
         m.findnew_thread(0, 0).comm = Some("swapper".into());
         m
@@ -227,6 +231,17 @@ impl Machine {
             (leader.maps.clone(), leader.group)
         };
         self.threads.entry(tid).or_insert(Thread { pid, tid, comm: None, maps, group })
+    }
+
+    /// A CGROUP record: cgroup `id` is at `path` (bytes, as recorded).
+    pub(crate) fn process_cgroup(&mut self, id: u64, path: &[u8]) {
+        self.cgroups.entry(id).or_insert_with(|| path.into());
+    }
+
+    /// The path of cgroup `id` (PERF_SAMPLE_CGROUP), if a CGROUP record
+    /// named it.
+    pub fn cgroup(&self, id: u64) -> Option<&[u8]> {
+        self.cgroups.get(&id).map(|p| &p[..])
     }
 
     pub(crate) fn process_comm(&mut self, c: &CommRecord<'_>) {

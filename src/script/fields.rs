@@ -72,6 +72,7 @@ fields! {
 
 /// Fields pstitch can print. Asking for another one is an error that says so.
 pub const SUPPORTED: Field = f::COMM
+    | f::CGROUP
     | f::IREGS
     | f::UREGS
     | f::TID
@@ -108,7 +109,6 @@ const PRINTED_EMPTY: Field =
 /// data; pstitch refuses them for recordings with it (it cannot print them
 /// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
 const REFUSED_WITH_DATA: Field = f::DATA_SRC
-    | f::CGROUP
     | f::INS_LAT
     | f::RETIRE_LAT
     | f::BRSTACKINSN
@@ -448,7 +448,6 @@ impl OutputFields {
         // Past perf's checks: the fields whose data this recording has but
         // pstitch cannot print yet.
         let data = [
-            (f::CGROUP, st::CGROUP),
             (f::INS_LAT, st::WEIGHT_STRUCT),
             (f::RETIRE_LAT, st::WEIGHT_STRUCT),
             (f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF | f::IPC, st::BRANCH_STACK),
@@ -561,8 +560,8 @@ mod tests {
         let fields = refuse("comm,ip,brstack,ipc,callindent,vcpu", &plain).unwrap();
         assert_ne!(fields & f::BRSTACK, 0);
         // With the data: pstitch's own refusal, never a silent omission.
-        let cgroups = Attr { sample_type: plain.sample_type | st::CGROUP, ..plain.clone() };
-        assert!(refuse("comm,cgroup", &cgroups).unwrap_err().0.starts_with("pstitch does not support the 'cgroup' field"));
+        let lat = Attr { sample_type: plain.sample_type | st::WEIGHT_STRUCT, ..plain.clone() };
+        assert!(refuse("comm,ins_lat", &lat).unwrap_err().0.starts_with("pstitch does not support the 'ins_lat' field"));
         let regs = Attr { sample_type: plain.sample_type | st::REGS_INTR, ..plain.clone() };
         assert_ne!(refuse("comm,iregs", &regs).unwrap() & f::IREGS, 0);
         let branches = Attr { sample_type: plain.sample_type | st::BRANCH_STACK, ..plain.clone() };

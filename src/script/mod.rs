@@ -500,6 +500,11 @@ impl Script {
         if fields & f::WEIGHT != 0 {
             format::uint(&mut self.buf, s.weight, 16);
         }
+        // perf prints the cgroup before the ip (and callchain).
+        if fields & f::CGROUP != 0 {
+            self.buf.push(b' ');
+            self.buf.extend_from_slice(machine.cgroup(s.cgroup).unwrap_or(b"unknown"));
+        }
         if fields & f::IP != 0 {
             match (with_callchain, ev.callchain) {
                 (true, Some(Callchain::Merged(ips))) => {

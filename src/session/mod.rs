@@ -615,6 +615,15 @@ impl<'a> Session<'a> {
                 }
                 None => SideBand::Other,
             },
+            kind::CGROUP => {
+                // { u64 id; char path[] } (NUL-terminated; checked before
+                // delivery), then the sample_id trailer.
+                let body = record.body();
+                let id = record.endian.read_u64(body, 0).ok_or_else(|| bad("CGROUP"))?;
+                let path = body.get(8..body.len().saturating_sub(trailer)).unwrap_or(&[]);
+                self.machine.process_cgroup(id, perf_data::bytes::until_nul(path));
+                SideBand::Other
+            }
             kind::LOST_SAMPLES => {
                 if let Some(l) = LostRecord::parse(&record) {
                     self.stats.lost_samples = self.stats.lost_samples.saturating_add(l.lost);
