@@ -25,8 +25,8 @@
 //! non-deferred recording (`<case>/fields-ns.out`).
 //!
 //! Variants with `--header`/`--header-only` print perf.data's mtime: the
-//! harness pins it (HEADER_MTIME) and runs pstitch with TZ=UTC, as
-//! make-golden.sh does for perf-ref.
+//! harness pins it (HEADER_MTIME). Every variant runs with TZ=UTC (local
+//! times: captured on, the tod field), as make-golden.sh runs perf-ref.
 //!
 //! Every variant runs twice: with pstitch's threads and single-threaded
 //! (`PSTITCH_THREADS=1`); both must match.
@@ -149,8 +149,9 @@ fn run_with(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, 
         // A directory (perf record --threads): perf shows its data file's.
         let data = case.join("perf.data");
         pin_mtime(&if data.is_dir() { data.join("data") } else { data })?;
-        cmd.env("TZ", "UTC");
     }
+    // Local times (captured on, the tod field) in UTC, as make-golden.sh has them.
+    cmd.env("TZ", "UTC");
     let output = cmd
         .current_dir(case)
         .env("PERF_BUILDID_DIR", "/nonexistent")

@@ -212,6 +212,12 @@ pub(crate) struct Script {
     pub warnings: Vec<String>,
     /// What perf itself says on stderr, word for word (`-d`).
     pub said: Vec<String>,
+    /// HEADER_CLOCK_DATA (for `tod`), once known: in file mode from the
+    /// start, in pipe mode from its FEATURE record (before the samples).
+    clock: Option<perf_data::env::ClockData>,
+    /// `tod`'s last second and its `%Y-%m-%d %H:%M:%S` (local time), so
+    /// that libc's localtime runs once per second of samples, not per sample.
+    tod_second: Option<(i64, Vec<u8>)>,
     /// The recording is of x86 (register names for `iregs`/`uregs`); known
     /// at the first sample (in pipe mode the features come before it).
     x86: Option<bool>,
@@ -298,6 +304,8 @@ impl Script {
             combined_sample_type: 0,
             features: None,
             x86: None,
+            clock: None,
+            tod_second: None,
             warnings: Vec::new(),
             said: Vec::new(),
             initial_time: 0,
@@ -357,7 +365,8 @@ impl Script {
 
     /// perf's `perf_session__check_output_opt`, for file mode: check each
     /// output type's fields against its first (non-dummy) event.
-    pub fn check_output(&mut self, evlist: &Evlist, has_clock_data: bool) -> std::result::Result<(), fields::FieldError> {
+    pub fn check_output(&mut self, evlist: &Evlist) -> std::result::Result<(), fields::FieldError> {
+        let has_clock_data = self.clock.is_some();
         self.opts.fields.combined_branch_type = evlist.evsels.iter().fold(0, |b, e| b | e.attr.branch_sample_type);
         for ty in 0..fields::NR_TYPES {
             let first = evlist.evsels.iter().find(|e| !is_dummy(&e.attr) && output_type(&e.attr) == ty);
@@ -386,9 +395,6 @@ impl Script {
             self.use_callchain = evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN));
         }
         let tod = self.opts.fields.types.iter().any(|t| t.fields & f::TOD != 0);
-        if tod && has_clock_data {
-            return Err(fields::FieldError("pstitch does not support the 'tod' field".into()));
-        }
         // Tracepoints with callchains print symbols unless -F said otherwise
         // (and perf skips its 'tod' check then).
         if self.use_callchain && !self.opts.fields.types[fields::TYPE_TRACE].user_set {
@@ -631,8 +637,7 @@ impl Script {
             }
         }
         if fields & f::TOD != 0 {
-            // Only without clock data (see `check_output`).
-            out.extend_from_slice(b"disabled ");
+            self.print_tod(time);
         }
         if fields & f::TIME != 0 {
             let time = self.shown_time(time);
@@ -645,6 +650,48 @@ impl Script {
             } else {
                 heads::time_usecs(out, time);
             }
+        }
+    }
+
+    /// perf's `tod_scnprintf`: the sample's time as wall-clock time (local
+    /// time, microseconds or with `--ns` nanoseconds), from HEADER_CLOCK_DATA's
+    /// pair of the same instant on both clocks; `disabled` without it.
+    fn print_tod(&mut self, time: u64) {
+        let Some(clock) = self.clock else {
+            self.buf.extend_from_slice(b"disabled ");
+            return;
+        };
+        let tod_ns = if time > clock.clockid_ns {
+            clock.tod_ns.wrapping_add(time - clock.clockid_ns)
+        } else {
+            clock.tod_ns.wrapping_sub(clock.clockid_ns - time)
+        };
+        // time_t is signed: perf's cast of the u64.
+        let sec = (tod_ns / 1_000_000_000) as i64;
+        let nsec = tod_ns % 1_000_000_000;
+        if self.tod_second.as_ref().is_none_or(|(s, _)| *s != sec) {
+            let date = header::date_time(sec).map(String::into_bytes);
+            self.tod_second = Some((sec, date.unwrap_or_else(|| b"failed".to_vec())));
+        }
+        let date = self.tod_second.as_ref().map_or(&b"failed"[..], |(_, d)| d);
+        self.buf.extend_from_slice(date);
+        if date != b"failed" {
+            self.buf.push(b'.');
+            if self.opts.nanosecs {
+                format::uint_zero(&mut self.buf, nsec, 9);
+            } else {
+                format::uint_zero(&mut self.buf, nsec / 1000, 6);
+            }
+        }
+        self.buf.push(b' ');
+    }
+
+    /// HEADER_CLOCK_DATA's payload (perf's `process_clock_data`; a version
+    /// other than 1 leaves `tod` disabled).
+    pub fn set_clock_data(&mut self, payload: &[u8], endian: perf_data::bytes::Endian, evlist: &Evlist) {
+        let mut env = perf_data::env::Env::default();
+        if env.process(perf_data::features::feat::CLOCK_DATA, payload, endian, evlist).is_ok() {
+            self.clock = env.clock;
         }
     }
 
@@ -923,11 +970,10 @@ impl Tool for Script {
     /// Pipe mode: perf prints the features as they arrive (with
     /// `--header` or `-I`).
     fn feature(&mut self, cx: &mut Context<'_>, bit: u64, payload: &[u8]) -> Result<()> {
-        // A pipe's clock data comes after the fields were checked: 'tod'
-        // prints "disabled" without it (as in perf) and cannot be printed
-        // with it yet.
-        if bit == u64::from(perf_data::features::feat::CLOCK_DATA) && self.opts.fields.types.iter().any(|t| t.fields & f::TOD != 0) {
-            return Err(Error::Options("pstitch does not support the 'tod' field".into()));
+        // A pipe's clock data comes before its samples: 'tod' prints
+        // "disabled" only for samples before it, as in perf.
+        if bit == u64::from(perf_data::features::feat::CLOCK_DATA) {
+            self.set_clock_data(payload, cx.endian, cx.evlist);
         }
         let Some(stream) = self.features.as_mut() else { return Ok(()) };
         let mut text = Vec::new();

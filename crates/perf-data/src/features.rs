@@ -117,7 +117,7 @@ impl Features {
         self.sections.keys().copied()
     }
 
-    fn endian(&self) -> Endian {
+    pub fn endian(&self) -> Endian {
         self.endian.unwrap_or(Endian::NATIVE)
     }
 

@@ -186,7 +186,7 @@ fn format_ctime(t: &Tm) -> String {
 }
 
 /// `strftime("%F %T")` of a local time.
-fn date_time(secs: i64) -> Option<String> {
+pub fn date_time(secs: i64) -> Option<String> {
     let t = localtime(secs)?;
     Some(format!("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", t.year, t.mon + 1, t.mday, t.hour, t.min, t.sec))
 }
