@@ -72,6 +72,7 @@ fields! {
 
 /// Fields pstitch can print. Asking for another one is an error that says so.
 pub const SUPPORTED: Field = f::COMM
+    | f::DATA_SRC
     | f::CGROUP
     | f::IREGS
     | f::UREGS
@@ -108,8 +109,7 @@ const PRINTED_EMPTY: Field =
 /// Fields perf refuses, with its messages, for recordings without their
 /// data; pstitch refuses them for recordings with it (it cannot print them
 /// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
-const REFUSED_WITH_DATA: Field = f::DATA_SRC
-    | f::INS_LAT
+const REFUSED_WITH_DATA: Field = f::INS_LAT
     | f::RETIRE_LAT
     | f::BRSTACKINSN
     | f::BRSTACKINSNLEN
@@ -378,9 +378,6 @@ impl OutputFields {
         }
         if has(f::DATA_SRC, self) {
             check(self, st::DATA_SRC, "DATA_SRC", f::DATA_SRC)?;
-        }
-        if has(f::DATA_SRC, self) && attr.sample_type & st::DATA_SRC != 0 {
-            return Err(unsupported(f::DATA_SRC, " of recordings with data sources (perf record -d)"));
         }
         if has(f::WEIGHT, self) {
             check(self, st::WEIGHT | st::WEIGHT_STRUCT, "WEIGHT", f::WEIGHT)?;

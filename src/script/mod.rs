@@ -10,6 +10,7 @@
 //! ```
 
 mod callchain;
+mod data_src;
 mod dump;
 mod events;
 mod fields;
@@ -212,6 +213,8 @@ pub(crate) struct Script {
     pub warnings: Vec<String>,
     /// What perf itself says on stderr, word for word (`-d`).
     pub said: Vec<String>,
+    /// The longest `data_src` text printed so far (perf pads to it).
+    data_src_width: usize,
     /// HEADER_CLOCK_DATA (for `tod`), once known: in file mode from the
     /// start, in pipe mode from its FEATURE record (before the samples).
     clock: Option<perf_data::env::ClockData>,
@@ -305,6 +308,7 @@ impl Script {
             features: None,
             x86: None,
             clock: None,
+            data_src_width: 0,
             tod_second: None,
             warnings: Vec::new(),
             said: Vec::new(),
@@ -502,6 +506,9 @@ impl Script {
                 let map = self.find_map_fb(machine, s.tid, CpuMode::from_misc(misc), s.addr);
                 self.frame(machine, callchain::FrameJob { ip: s.addr, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
             }
+        }
+        if fields & f::DATA_SRC != 0 {
+            data_src::print(&mut self.buf, s.data_src, &mut self.data_src_width);
         }
         if fields & f::WEIGHT != 0 {
             format::uint(&mut self.buf, s.weight, 16);
