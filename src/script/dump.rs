@@ -31,15 +31,24 @@ use perf_data::bytes::until_nul;
 use perf_data::record::{Record, kind};
 use perf_data::sample::context;
 
+/// The pipe header (magic and size) before a pipe's first record.
+const PIPE_HEADER_SIZE: u64 = 16;
+
 impl Script {
     /// perf's `dump_event` and the record handler's own dump.
     pub(super) fn dump_record(&mut self, cx: &mut Context<'_>, ev: &RawEvent<'_>) {
         let Some(file) = self.dump.clone() else { return };
         let rec = &ev.record;
         let (t, size) = (rec.header.type_, rec.header.size);
+        // perf counts a pipe's offsets from the end of its 16-byte header.
+        let offset = if cx.pipe { ev.offset.saturating_sub(PIPE_HEADER_SIZE) } else { ev.offset };
+        if t == kind::HEADER_FEATURE && self.dump_features.is_none() {
+            // As with `-I`: full_only features are printed whole.
+            self.dump_features = Some(super::header::FeatureStream::new(true, super::header::Pmus::system()));
+        }
         let out = &mut self.buf;
         out.push(b'\n');
-        format::hex_alt(out, ev.offset);
+        format::hex_alt(out, offset);
         format::text(out, format_args!("@{file} ["));
         format::hex_alt(out, size as u64);
         format::text(out, format_args!("]: event: {t}\n"));
@@ -56,7 +65,7 @@ impl Script {
                 format::text(out, format_args!("{} ", ev.id.time));
             }
         }
-        format::hex_alt(out, ev.offset);
+        format::hex_alt(out, offset);
         out.extend_from_slice(b" [");
         format::hex_alt(out, size as u64);
         out.extend_from_slice(b"]: ");
@@ -66,7 +75,8 @@ impl Script {
                 if let (Some(s), Some(evsel)) = (ev.sample, ev.evsel) {
                     let attr = &cx.evlist.evsels[evsel].attr;
                     out.extend_from_slice(b"PERF_RECORD_SAMPLE");
-                    sample(out, rec, s, attr.sample_type);
+                    let x86 = super::regs::is_x86(cx.features.string(perf_data::features::feat::ARCH).as_deref());
+                    sample(out, rec, s, attr.sample_type, x86);
                 }
             }
             kind::CALLCHAIN_DEFERRED => {
@@ -99,6 +109,27 @@ impl Script {
                 out.extend_from_slice(b"PERF_RECORD_FINISHED_ROUND");
                 if !self.opts.show_round_events {
                     out.extend_from_slice(if self.dump_unordered { b": unhandled!\n" } else { b"\n" });
+                }
+            }
+            // A pipe's header records: perf's handlers print the attr and
+            // the feature (as `--header` would) on the same line, with no
+            // newline of their own; a feature perf rejects prints nothing.
+            // perf's handler prints no more than the name.
+            kind::HEADER_TRACING_DATA => out.extend_from_slice(b"PERF_RECORD_TRACING_DATA"),
+            kind::HEADER_ATTR => {
+                out.extend_from_slice(b"PERF_RECORD_ATTR");
+                if let Some(attr) = perf_data::attr::Attr::parse(b, e) {
+                    super::header::attr_fprintf(out, &attr, &super::header::Pmus::system());
+                }
+            }
+            kind::HEADER_FEATURE => {
+                out.extend_from_slice(b"PERF_RECORD_FEATURE");
+                let mut text = Vec::new();
+                if let (Some(stream), Some(bit)) = (self.dump_features.as_mut(), e.read_u64(b, 0))
+                    && stream.feature(&mut text, bit, b.get(8..).unwrap_or(&[]), e, cx.evlist).is_ok()
+                {
+                    out.extend_from_slice(b", ");
+                    out.extend_from_slice(&text);
                 }
             }
             _ => {
@@ -166,7 +197,7 @@ fn context_name(ip: u64) -> &'static str {
 }
 
 /// perf's `dump_sample`, for the sample fields pstitch decodes.
-fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, sample_type: u64) {
+fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, sample_type: u64, x86: bool) {
     format::text(out, format_args!("(IP, {:#x}): {}/{}: ", rec.header.misc, s.pid, s.tid));
     format::hex_alt(out, s.ip);
     format::text(out, format_args!(" period: {} addr: ", s.period));
@@ -181,6 +212,24 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
         if ips.len() >= 2 && ips[ips.len() - 2] == context::USER_DEFERRED {
             out.extend_from_slice(b"...... (deferred)\n");
         }
+    }
+    for (kind, regs) in [("user", &s.user_regs), ("intr", &s.intr_regs)] {
+        if let Some(r) = regs
+            && r.abi != 0
+        {
+            let abi = ["none", "32-bit", "64-bit"].get(r.abi as usize).copied().unwrap_or("unknown");
+            format::text(out, format_args!("... {kind} regs: mask {:#x} ABI {abi}\n", r.mask));
+            let mut bits = r.mask;
+            for v in r.values.iter() {
+                let id = bits.trailing_zeros();
+                bits &= bits.wrapping_sub(1);
+                format::text(out, format_args!(".... {:<5} 0x{v:016x}\n", super::regs::name(id, x86)));
+            }
+        }
+    }
+    if let Some(stack) = s.user_stack {
+        // dyn_size, and the size word's place in the record.
+        format::text(out, format_args!("... ustack: size {}, offset {:#x}\n", stack.len(), s.user_stack_at + 8));
     }
     if sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0 {
         format::text(out, format_args!("... weight: {}\n", s.weight));

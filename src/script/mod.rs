@@ -213,6 +213,8 @@ pub(crate) struct Script {
     pub warnings: Vec<String>,
     /// What perf itself says on stderr, word for word (`-d`).
     pub said: Vec<String>,
+    /// `-D` on a pipe: its FEATURE records, printed as they come.
+    dump_features: Option<header::FeatureStream>,
     /// The longest `data_src` text printed so far (perf pads to it).
     data_src_width: usize,
     /// HEADER_CLOCK_DATA (for `tod`), once known: in file mode from the
@@ -309,6 +311,7 @@ impl Script {
             x86: None,
             clock: None,
             data_src_width: 0,
+            dump_features: None,
             tod_second: None,
             warnings: Vec::new(),
             said: Vec::new(),

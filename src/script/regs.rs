@@ -30,12 +30,17 @@ pub fn print(out: &mut Vec<u8>, regs: &Regs<'_>, x86: bool) {
     while bits != 0 {
         let r = bits.trailing_zeros();
         bits &= bits - 1;
-        let name = if x86 { x86_name(r) } else { "unknown" };
+        let name = name(r, x86);
         format::pad_left(out, name.as_bytes(), 5);
         out.extend_from_slice(b":0x");
         format::hex(out, values.next().unwrap_or(0), 0);
         out.push(b' ');
     }
+}
+
+/// perf's `perf_reg_name`: x86's name of register `r`, or `unknown`.
+pub fn name(r: u32, x86: bool) -> &'static str {
+    if x86 { x86_name(r) } else { "unknown" }
 }
 
 /// perf's `__perf_reg_name_x86` (the kernel's `perf_regs.h` numbering):

@@ -69,6 +69,9 @@ pub struct Sample<'a> {
     /// (`dyn_size` bytes from the sampled stack pointer up; empty when the
     /// kernel copied nothing).
     pub user_stack: Option<&'a [u8]>,
+    /// Where STACK_USER's size word lies in the sample's body (perf's
+    /// `user_stack.offset` is this plus the 8-byte record header).
+    pub user_stack_at: usize,
     /// PERF_SAMPLE_READ's counter values.
     pub read: Option<ReadValues<'a>>,
 }
@@ -242,6 +245,7 @@ impl<'a> Sample<'a> {
             s.user_regs = Some(regs(&mut c, attr.sample_regs_user).map_err(trunc("REGS_USER"))?);
         }
         if st & STACK_USER != 0 {
+            s.user_stack_at = c.pos();
             let size = u64f!("STACK_USER");
             let n = usize::try_from(size).map_err(|_| SampleError::Truncated("STACK_USER"))?;
             let data = c.bytes(n).map_err(trunc("STACK_USER"))?;

@@ -42,7 +42,7 @@ use perf_data::header::FileHeader;
 mod attr;
 
 pub use attr::Pmus;
-use attr::attr_fprintf;
+pub use attr::attr_fprintf;
 
 /// perf 7.2's `HEADER_LAST_FEATURE`: feature bits at or above it are unknown.
 pub const LAST_FEATURE: u32 = 35;
