@@ -176,6 +176,9 @@ pub struct Session<'a> {
     endian: Endian,
     source: RecordSource<'a>,
     queue: OrderedEvents<'a>,
+    /// The input offset of the first queued record read in place (what
+    /// the source was last told to keep, see `keep_queued`).
+    kept_from: u64,
     decompressor: Option<Decompressor>,
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
     /// perf's `nr_cpus_avail` (HEADER_NRCPUS), for the CPU check.
@@ -224,6 +227,7 @@ impl<'a> Session<'a> {
             endian,
             source,
             queue: OrderedEvents::default(),
+            kept_from: u64::MAX,
             decompressor: None,
             progress: None,
             nr_cpus,
@@ -387,6 +391,10 @@ impl<'a> Session<'a> {
         match time {
             // perf delivers records without a usable time at once.
             Some(t) if t != 0 && t != u64::MAX && !self.unordered => {
+                if self.kept_from == u64::MAX && matches!(bytes, RecordBytes::Borrowed(_)) {
+                    self.kept_from = offset;
+                    self.source.keep_from(offset);
+                }
                 self.queue.push(Queued { time: t, offset, inner, evsel: evsel as u32, bytes });
                 if self.queue.owned_bytes() > self.limits.max_queued_bytes {
                     let max = self.limits.max_queued_bytes >> 20;
@@ -634,7 +642,18 @@ impl<'a> Session<'a> {
         self.lookahead(tool, &queue);
         let r = queue.flush_round(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
+        self.keep_queued();
         r
+    }
+
+    /// Tells the source where the first record still queued lies: the
+    /// input's pages from there on are kept in memory until it goes out.
+    fn keep_queued(&mut self) {
+        let first = self.queue.first_borrowed().unwrap_or(u64::MAX);
+        if first != self.kept_from {
+            self.kept_from = first;
+            self.source.keep_from(first);
+        }
     }
 
     fn flush_half(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -642,6 +661,7 @@ impl<'a> Session<'a> {
         self.lookahead(tool, &queue);
         let r = queue.flush_half(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
+        self.keep_queued();
         r
     }
 
@@ -650,6 +670,7 @@ impl<'a> Session<'a> {
         self.lookahead(tool, &queue);
         let r = queue.flush_all(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
+        self.keep_queued();
         r
     }
 
