@@ -56,6 +56,11 @@ macro_rules! context {
 
 /// How many records after the queue [`Tool::lookahead`] may see.
 pub(crate) const UPCOMING_MAX: usize = 1 << 16;
+/// How many bytes past the reading position those records may reach:
+/// the walk reads each record's header on the reading thread, before the
+/// pager has mapped those pages in (65,536 samples with 8 KiB stack
+/// copies lie 560 MB ahead; 65,536 frame-pointer samples about 10 MB).
+pub(crate) const UPCOMING_BYTES: u64 = 16 << 20;
 
 /// Records counted by type: one add per record read, so the types perf
 /// knows (all below 128) have a slot each.
@@ -625,7 +630,8 @@ impl<'a> Session<'a> {
         let mut cx = context!(self);
         let (evlist, endian) = (cx.evlist, cx.endian);
         let seen = &self.upcoming_seen;
-        let upcoming = source.upcoming(seen.get()).take(UPCOMING_MAX).filter_map(|(after, bytes)| {
+        let reach = source.position().saturating_add(UPCOMING_BYTES);
+        let upcoming = source.upcoming(seen.get()).take(UPCOMING_MAX).take_while(|&(after, _)| after <= reach).filter_map(|(after, bytes)| {
             seen.set(after);
             let header = RecordHeader::parse(bytes, endian)?;
             if header.type_ >= kind::USER_TYPE_START {
