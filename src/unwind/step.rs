@@ -71,7 +71,11 @@ pub(crate) struct Plan {
     same: u128,
     /// The other frame registers whose rule can give a value, in register
     /// order.
-    rules: Vec<(usize, RulePlan)>,
+    rules: Vec<(u8, RulePlan)>,
+    /// The expressions of `RulePlan::Ops` rules.
+    exprs: Vec<Vec<expr::Op>>,
+    /// A rule needs the CFA (computed once, before the rules).
+    needs_cfa: bool,
     /// The return-address column (libdw keeps it in an `unsigned`).
     ra: usize,
     /// The return-address column is a frame register whose rule is
@@ -100,8 +104,9 @@ enum RulePlan {
     ValOffset(u64),
     Register(u64),
     /// A register or value rule's expression, decoded (CFA push first,
-    /// `DW_OP_stack_value` last for a value rule).
-    Ops(Vec<expr::Op>),
+    /// `DW_OP_stack_value` last for a value rule): its index in
+    /// [`Plan::exprs`].
+    Ops(u32),
     /// An expression that cannot be read or decoded: unset.
     Fail,
 }
@@ -119,7 +124,7 @@ impl Plan {
         };
         let nregs = arch.frame_nregs();
         let ra = row.ra_reg as u32 as usize;
-        let (mut same, mut rules, mut ra_undefined) = (0u128, Vec::new(), false);
+        let (mut same, mut rules, mut exprs, mut ra_undefined) = (0u128, Vec::new(), Vec::new(), false);
         for regno in 0..nregs {
             let plan = match row.regs.get(regno).copied().unwrap_or(RegRule::Unspecified) {
                 RegRule::Unspecified | RegRule::Undefined => None,
@@ -135,18 +140,23 @@ impl Plan {
                     match table.rule_block(pos) {
                         // An empty expression reads as "undefined" in libdw.
                         Some([]) => None,
-                        Some(block) => Some(expr::decode(block, le, true, value).map_or(RulePlan::Fail, RulePlan::Ops)),
+                        Some(block) => Some(expr::decode(block, le, true, value).map_or(RulePlan::Fail, |ops| {
+                            exprs.push(ops);
+                            RulePlan::Ops(exprs.len() as u32 - 1)
+                        })),
                         None => Some(RulePlan::Fail),
                     }
                 }
             };
             match plan {
-                Some(p) => rules.push((regno, p)),
+                // (frame_nregs is below 128: see regs::MAX_DWARF_REGS.)
+                Some(p) => rules.push((regno as u8, p)),
                 None if regno == ra => ra_undefined = true,
                 None => {}
             }
         }
-        Plan { cfa, same, rules, ra, ra_undefined, nregs, signal_frame: row.signal_frame }
+        let needs_cfa = rules.iter().any(|(_, r)| !matches!(r, RulePlan::Register(_) | RulePlan::Fail));
+        Plan { cfa, same, rules, exprs, needs_cfa, ra, ra_undefined, nregs, signal_frame: row.signal_frame }
     }
 }
 
@@ -222,17 +232,29 @@ fn apply(ctx: &Ctx<'_>, state: &FrameState, plan: &Plan, bias: u64, unwound: &mu
     unwound.initial = false;
     unwound.signal = plan.signal_frame;
     unwound.regs.copy_set(&state.regs, plan.same);
-    let eval = Eval { ctx, state, plan, bias, cfa: std::cell::OnceCell::new() };
-    for (regno, rule) in &plan.rules {
-        let val = match rule {
-            RulePlan::Offset(n) => eval.cfa().and_then(|c| ctx.mem.read(c.wrapping_add(*n))),
-            RulePlan::ValOffset(n) => eval.cfa().map(|c| c.wrapping_add(*n)),
-            RulePlan::Register(r) => state.regs.get(*r),
-            RulePlan::Ops(ops) => expr::eval(ops, &eval, bias).ok(),
+    // libdw computes the CFA when a rule first needs it; computing it
+    // before the rules gives the same values (it only reads).
+    let mut eval = Eval { ctx, state, cfa: None };
+    if plan.needs_cfa {
+        eval.cfa = match &plan.cfa {
+            // expr_eval of a lone DW_OP_bregx: the value, not a location.
+            CfaPlan::RegOffset { reg, offset } => state.regs.get(*reg).map(|v| v.wrapping_add(*offset)),
+            // Evaluated without a CFA: no nested DW_OP_call_frame_cfa.
+            CfaPlan::Ops(ops) => expr::eval(ops, &eval, bias).ok(),
+            CfaPlan::None => None,
+        };
+    }
+    let cfa = eval.cfa;
+    for &(regno, ref rule) in &plan.rules {
+        let val = match *rule {
+            RulePlan::Offset(n) => cfa.and_then(|c| ctx.mem.read(c.wrapping_add(n))),
+            RulePlan::ValOffset(n) => cfa.map(|c| c.wrapping_add(n)),
+            RulePlan::Register(r) => state.regs.get(r),
+            RulePlan::Ops(i) => expr::eval(&plan.exprs[i as usize], &eval, bias).ok(),
             RulePlan::Fail => None,
         };
         if let Some(v) = val {
-            unwound.regs.set(*regno, v);
+            unwound.regs.set(regno as usize, v);
         }
     }
     let ra = plan.ra;
@@ -249,26 +271,12 @@ fn apply(ctx: &Ctx<'_>, state: &FrameState, plan: &Plan, bias: u64, unwound: &mu
     }
 }
 
-/// Expression evaluation against the frame being unwound.
+/// Expression evaluation against the frame being unwound, with its CFA
+/// (`None` while the CFA itself is computed, or where it cannot be).
 struct Eval<'a> {
     ctx: &'a Ctx<'a>,
     state: &'a FrameState,
-    plan: &'a Plan,
-    bias: u64,
-    cfa: std::cell::OnceCell<Option<u64>>,
-}
-
-impl Eval<'_> {
-    /// The CFA (`DW_OP_call_frame_cfa` in libdw: the row's CFA rule
-    /// evaluated without a frame, so no nested CFA).
-    fn cfa(&self) -> Option<u64> {
-        *self.cfa.get_or_init(|| match &self.plan.cfa {
-            // expr_eval of a lone DW_OP_bregx: the value, not a location.
-            CfaPlan::RegOffset { reg, offset } => self.state.regs.get(*reg).map(|v| v.wrapping_add(*offset)),
-            CfaPlan::Ops(ops) => expr::eval(ops, &NoCfa(self), self.bias).ok(),
-            CfaPlan::None => None,
-        })
-    }
+    cfa: Option<u64>,
 }
 
 impl Machine for Eval<'_> {
@@ -279,22 +287,7 @@ impl Machine for Eval<'_> {
         self.ctx.mem.read(addr)
     }
     fn cfa(&self) -> Option<u64> {
-        Eval::cfa(self)
-    }
-}
-
-/// The machine the CFA expression itself runs on.
-struct NoCfa<'a>(&'a Eval<'a>);
-
-impl Machine for NoCfa<'_> {
-    fn reg(&self, reg: u64) -> Option<u64> {
-        self.0.state.regs.get(reg)
-    }
-    fn read(&self, addr: u64) -> Option<u64> {
-        self.0.ctx.mem.read(addr)
-    }
-    fn cfa(&self) -> Option<u64> {
-        None
+        self.cfa
     }
 }
 
