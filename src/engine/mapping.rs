@@ -132,8 +132,8 @@ impl perf_data::Backing for MappedInput {
     /// than [`KEEP_BEHIND`] bytes behind the reading go back, up to the
     /// first record still queued for sorting (its pages would only come
     /// back when it is delivered, faulted in again on the reading thread:
-    /// on a recording whose last 488 MB hold no FINISHED_ROUND, a sixth
-    /// of that thread's time). Touched again, a page given back is read
+    /// with rounds 17 MB apart, as in the dwarf benchmark's recording,
+    /// most of a flushed round). Touched again, a page given back is read
     /// in again from the file with the same bytes.
     #[inline]
     fn reading_at(&self, pos: usize) {
