@@ -56,6 +56,11 @@ macro_rules! context {
 
 /// How many records after the queue [`Tool::lookahead`] may see.
 pub(crate) const UPCOMING_MAX: usize = 1 << 16;
+/// How many bytes past the reading position those records may reach:
+/// the walk reads each record's header on the reading thread, before the
+/// pager has mapped those pages in (65,536 samples with 8 KiB stack
+/// copies lie 560 MB ahead; 65,536 frame-pointer samples about 10 MB).
+pub(crate) const UPCOMING_BYTES: u64 = 16 << 20;
 
 /// Records counted by type: one add per record read, so the types perf
 /// knows (all below 128) have a slot each.
@@ -188,6 +193,9 @@ pub struct Session<'a> {
     endian: Endian,
     source: RecordSource<'a>,
     queue: OrderedEvents<'a>,
+    /// The input offset of the first queued record read in place (what
+    /// the source was last told to keep, see `keep_queued`).
+    kept_from: u64,
     decompressor: Option<Decompressor>,
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
     /// perf's `nr_cpus_avail` (HEADER_NRCPUS), for the CPU check.
@@ -241,6 +249,7 @@ impl<'a> Session<'a> {
             endian,
             source,
             queue: OrderedEvents::default(),
+            kept_from: u64::MAX,
             decompressor: None,
             progress: None,
             nr_cpus,
@@ -416,6 +425,10 @@ impl<'a> Session<'a> {
         match time {
             // perf delivers records without a usable time at once.
             Some(t) if t != 0 && t != u64::MAX && !self.unordered => {
+                if self.kept_from == u64::MAX && matches!(bytes, RecordBytes::Borrowed(_)) {
+                    self.kept_from = offset;
+                    self.source.keep_from(offset);
+                }
                 self.queue.push(Queued { time: t, offset, inner, evsel: evsel as u32, bytes });
                 if self.queue.owned_bytes() > self.limits.max_queued_bytes {
                     let max = self.limits.max_queued_bytes >> 20;
@@ -655,7 +668,8 @@ impl<'a> Session<'a> {
         let mut cx = context!(self);
         let (evlist, endian) = (cx.evlist, cx.endian);
         let seen = &self.upcoming_seen;
-        let upcoming = source.upcoming(seen.get()).take(UPCOMING_MAX).filter_map(|(after, bytes)| {
+        let reach = source.position().saturating_add(UPCOMING_BYTES);
+        let upcoming = source.upcoming(seen.get()).take(UPCOMING_MAX).take_while(|&(after, _)| after <= reach).filter_map(|(after, bytes)| {
             seen.set(after);
             let header = RecordHeader::parse(bytes, endian)?;
             if header.type_ >= kind::USER_TYPE_START {
@@ -672,7 +686,18 @@ impl<'a> Session<'a> {
         self.lookahead(tool, &queue);
         let r = queue.flush_round(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
+        self.keep_queued();
         r
+    }
+
+    /// Tells the source where the first record still queued lies: the
+    /// input's pages from there on are kept in memory until it goes out.
+    fn keep_queued(&mut self) {
+        let first = self.queue.first_borrowed().unwrap_or(u64::MAX);
+        if first != self.kept_from {
+            self.kept_from = first;
+            self.source.keep_from(first);
+        }
     }
 
     fn flush_half(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -680,6 +705,7 @@ impl<'a> Session<'a> {
         self.lookahead(tool, &queue);
         let r = queue.flush_half(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
+        self.keep_queued();
         r
     }
 
@@ -688,6 +714,7 @@ impl<'a> Session<'a> {
         self.lookahead(tool, &queue);
         let r = queue.flush_all(|q| self.deliver_queued(tool, &q));
         self.queue = queue;
+        self.keep_queued();
         r
     }
 

@@ -97,6 +97,12 @@ impl<'a> OrderedEvents<'a> {
         self.flush_upto(first + (last - first) / 2, deliver)
     }
 
+    /// The input offset of the first queued record whose bytes are in the
+    /// input's memory (not copied).
+    pub fn first_borrowed(&self) -> Option<u64> {
+        self.items.iter().filter(|q| matches!(q.bytes, RecordBytes::Borrowed(_))).map(|q| q.offset).min()
+    }
+
     /// The queued records, in no particular order.
     pub fn items(&self) -> impl Iterator<Item = &Queued<'a>> {
         self.items.iter()

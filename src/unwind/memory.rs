@@ -50,12 +50,18 @@ mod tests {
         fn find_map(&self, _addr: u64) -> Option<MapRef> {
             None
         }
+        fn epoch(&self) -> u64 {
+            0
+        }
     }
 
     struct OneWord;
     impl Process for OneWord {
         fn find_map(&self, _addr: u64) -> Option<MapRef> {
             None
+        }
+        fn epoch(&self) -> u64 {
+            0
         }
         fn read_file_word(&self, addr: u64) -> Option<u64> {
             (addr == 0x5000).then_some(42)

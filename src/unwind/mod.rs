@@ -63,6 +63,38 @@ pub trait Process {
     fn read_file_word(&self, _addr: u64) -> Option<u64> {
         None
     }
+
+    /// The version of the maps: as long as it stays the same, `find_map`
+    /// gives the same answer for every address, so the modules' answers
+    /// for an address are remembered until it changes (the machine's
+    /// epoch).
+    fn epoch(&self) -> u64;
+
+    /// Told of every map without an object file, or whose object has no
+    /// CFI, that a frame's module report looks at (also when the report's
+    /// answer was remembered), for the caller's statistics.
+    fn met(&self, _met: &Met) {}
+}
+
+/// A map met while unwinding that perf cannot unwind with (see
+/// [`Process::met`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Met {
+    /// No object file (its DSO's name): a frame there ends the unwind.
+    NoObject(Rc<str>),
+    /// An object without `.eh_frame` and `.debug_frame`: libdw falls back
+    /// to the frame pointer there.
+    NoCfi(Rc<str>),
+}
+
+impl Met {
+    fn of(map: &MapRef) -> Option<Met> {
+        match &map.object {
+            None => Some(Met::NoObject(map.name.clone())),
+            Some(o) if !o.has_cfi() => Some(Met::NoCfi(map.name.clone())),
+            Some(_) => None,
+        }
+    }
 }
 
 /// A map of the process.
@@ -191,31 +223,37 @@ impl Unwinder {
             return done(Stop::NotAttached);
         }
         let mem = Memory::new(sample.stack, regs.get(self.arch.perf_sp()), sample.little_endian, process);
-        let mut state = FrameState {
+        let mut budget = max_stack.min(MAX_FRAMES);
+        if budget == 0 {
+            return done(Stop::MaxStack);
+        }
+        // The frame being unwound and its caller, in two slots that swap
+        // roles at each step (a frame's registers are not copied around).
+        let initial = FrameState {
             regs: RegFile::initial(self.arch, regs),
             pc: ip,
             pc_state: PcState::Set,
             initial: true,
             signal: false,
         };
+        let mut slots = [initial.clone(), initial];
+        let mut cur = 0;
         let mut frames = Vec::new();
-        let mut budget = max_stack.min(MAX_FRAMES);
-        if budget == 0 {
-            return done(Stop::MaxStack);
-        }
         let stop = loop {
+            let (a, b) = slots.split_at_mut(1);
+            let (state, caller) = if cur == 0 { (&a[0], &mut b[0]) } else { (&b[0], &mut a[0]) };
             let pc = state.pc;
             // perf reports the module before asking whether the frame is an
             // activation (which unwinds it).
             let _ = space.report(process, pc);
-            let mut caller = None;
+            // Whether the caller was computed (Some) and with success.
+            let mut unwound = None;
             let activation = if state.initial || state.signal {
                 true
             } else {
-                let c = self.step(space, &mem, &state);
-                let signal = matches!(&c, Some(f) if f.pc_state == PcState::Set && f.signal);
-                caller = Some(c);
-                signal
+                let ok = self.step(space, &mem, state, caller);
+                unwound = Some(ok);
+                ok && caller.pc_state == PcState::Set && caller.signal
             };
             let ip = if activation { pc } else { pc.wrapping_sub(1) };
             if space.report(process, ip).is_err() {
@@ -230,21 +268,22 @@ impl Unwinder {
             }
             // libdw keeps a caller it computed; a failed attempt is retried
             // (the entry above may have reported the module it lacked).
-            let caller = match caller {
-                Some(Some(c)) => Some(c),
-                _ => self.step(space, &mem, &state),
+            let ok = match unwound {
+                Some(true) => true,
+                _ => self.step(space, &mem, state, caller),
             };
-            match caller {
-                Some(c) if c.pc_state == PcState::Set => state = c,
-                Some(c) if c.pc_state == PcState::Undefined => break Stop::End,
-                _ => break Stop::NoCaller,
+            match caller.pc_state {
+                _ if !ok => break Stop::NoCaller,
+                PcState::Set => cur = 1 - cur,
+                PcState::Undefined => break Stop::End,
+                PcState::Error => break Stop::NoCaller,
             }
         };
         Unwound { frames, stop }
     }
 
-    fn step(&mut self, space: &mut ModuleSpace, mem: &Memory<'_>, state: &FrameState) -> Option<FrameState> {
+    fn step(&mut self, space: &mut ModuleSpace, mem: &Memory<'_>, state: &FrameState, caller: &mut FrameState) -> bool {
         let ctx = Ctx { arch: self.arch, mem };
-        step::unwind(&ctx, space, &mut self.rows, state)
+        step::unwind(&ctx, space, &mut self.rows, state, caller)
     }
 }

@@ -42,7 +42,8 @@
 use std::rc::Rc;
 
 use super::object::Object;
-use super::{MapRef, Process};
+use super::{MapRef, Met, Process};
+use crate::fasthash::FastMap;
 
 /// A module as libdw keeps it.
 #[derive(Debug, Clone)]
@@ -77,7 +78,17 @@ pub struct ModuleSpace {
     owners: Option<Vec<Option<u32>>>,
     /// `dwfl_attach_state` succeeded once.
     attached: bool,
+    /// Changes whenever the module list does (a report that reported).
+    version: u64,
+    /// Reports answered at the maps' epoch `memo_epoch` and this version
+    /// of the modules, by address: the answer, and what the report met.
+    memo: FastMap<u64, (Result<(), ()>, Option<Met>)>,
+    memo_epoch: Option<u64>,
 }
+
+/// Remembered reports kept before all are forgotten (a bound for garbage
+/// addresses from broken stacks).
+const MAX_MEMO: usize = 1 << 16;
 
 /// perf's `dso__short_name` of a long name.
 fn short_name(long: &str) -> &str {
@@ -102,9 +113,44 @@ impl ModuleSpace {
 
     /// perf's `__report_module` for a frame at `addr`: `Err` where perf
     /// gives up on the frame.
+    ///
+    /// The answer depends on the maps (the same while the process's epoch
+    /// is) and on the module list (the same while no report reports a
+    /// module): a report that changed neither is remembered, and the
+    /// same address asked again gets the same answer (and the same map
+    /// met) without looking anything up — in a recording the same return
+    /// addresses come back sample after sample.
     pub(crate) fn report(&mut self, process: &dyn Process, addr: u64) -> Result<(), ()> {
-        let Some(map) = process.find_map(addr) else { return Ok(()) };
-        self.report_map(&map, addr)
+        let epoch = process.epoch();
+        if self.memo_epoch != Some(epoch) {
+            self.memo.clear();
+            self.memo_epoch = Some(epoch);
+        }
+        if let Some((answer, met)) = self.memo.get(&addr) {
+            if let Some(met) = met {
+                process.met(met);
+            }
+            return *answer;
+        }
+        let version = self.version;
+        let map = process.find_map(addr);
+        let met = map.as_ref().and_then(Met::of);
+        if let Some(met) = &met {
+            process.met(met);
+        }
+        let answer = match &map {
+            None => Ok(()),
+            Some(map) => self.report_map(map, addr),
+        };
+        if self.version != version {
+            self.memo.clear();
+        } else {
+            if self.memo.len() >= MAX_MEMO {
+                self.memo.clear();
+            }
+            self.memo.insert(addr, (answer, met));
+        }
+        answer
     }
 
     pub(crate) fn report_map(&mut self, map: &MapRef, addr: u64) -> Result<(), ()> {
@@ -141,6 +187,7 @@ impl ModuleSpace {
             }
         }
         self.owners = None;
+        self.version += 1;
         match found {
             Some((pos, i)) => {
                 self.list.remove(pos);
@@ -263,6 +310,7 @@ fn insert(bounds: &mut Vec<u64>, owners: &mut Vec<Option<u32>>, mut i: usize, st
 mod tests {
     use super::*;
     use crate::symbols::elf::Phdr;
+    use std::cell::{Cell, RefCell};
 
     /// An ET_DYN object loaded over [0, 0x8000).
     fn object() -> Rc<Object> {
@@ -317,6 +365,60 @@ mod tests {
         assert_eq!(space.report_map(&map(0x2000, 0x1000, &obj), 0x1800), Err(()));
         // Garbage modules still let libdw attach.
         assert!(space.attach());
+    }
+
+    /// A process whose maps change when the test says so (a new epoch).
+    struct Changing {
+        map: RefCell<Option<MapRef>>,
+        epoch: Cell<u64>,
+        met: RefCell<Vec<Met>>,
+    }
+
+    impl Process for Changing {
+        fn find_map(&self, addr: u64) -> Option<MapRef> {
+            self.map.borrow().clone().filter(|m| m.start <= addr && addr < m.start + 0x8000)
+        }
+        fn epoch(&self) -> u64 {
+            self.epoch.get()
+        }
+        fn met(&self, met: &Met) {
+            self.met.borrow_mut().push(met.clone());
+        }
+    }
+
+    #[test]
+    fn reports_are_remembered_until_the_maps_or_modules_change() {
+        let obj = object();
+        let p = Changing { map: RefCell::new(None), epoch: Cell::new(1), met: RefCell::new(Vec::new()) };
+        let mut space = ModuleSpace::default();
+        // No map: fine, nothing reported.
+        assert_eq!(space.report(&p, 0x2800), Ok(()));
+        // A new epoch with a map without a file: the frame fails, and the
+        // map met is told again when the answer is remembered.
+        let anon = MapRef { start: 0x2000, pgoff: 0, name: "//anon".into(), object: None, jitted: false };
+        *p.map.borrow_mut() = Some(anon.clone());
+        p.epoch.set(2);
+        assert_eq!(space.report(&p, 0x2800), Err(()));
+        assert_eq!(space.memo.len(), 1);
+        assert_eq!(space.report(&p, 0x2800), Err(()));
+        assert_eq!(*p.met.borrow(), [Met::NoObject("//anon".into()), Met::NoObject("//anon".into())]);
+        // The file's map: reported (the module list changed, so nothing is
+        // remembered from that report), then remembered.
+        *p.map.borrow_mut() = Some(map(0x2000, 0x1000, &obj));
+        p.epoch.set(3);
+        assert_eq!(space.report(&p, 0x2800), Ok(()));
+        assert!(space.memo.is_empty());
+        assert_eq!(space.report(&p, 0x2800), Ok(()));
+        assert_eq!(space.memo.len(), 1);
+        // Within an epoch the maps are taken to be the same: the answer is
+        // the remembered one; at the next epoch they are looked at again.
+        *p.map.borrow_mut() = Some(anon);
+        assert_eq!(space.report(&p, 0x2800), Ok(()));
+        p.epoch.set(4);
+        assert_eq!(space.report(&p, 0x2800), Err(()));
+        // (The test object has no CFI: each report of its map met that.)
+        let (anon, no_cfi) = (Met::NoObject("//anon".into()), Met::NoCfi("/bin/prog".into()));
+        assert_eq!(*p.met.borrow(), [anon.clone(), anon.clone(), no_cfi.clone(), no_cfi.clone(), no_cfi, anon]);
     }
 
     #[test]

@@ -143,6 +143,13 @@ impl RegFile {
         RegFile { vals: [0; MAX_DWARF_REGS], set: 0, nregs: nregs.min(MAX_DWARF_REGS) }
     }
 
+    /// No register set, for a frame of `nregs` registers (the values
+    /// stay, unread: `get` answers only for set registers).
+    pub(crate) fn clear(&mut self, nregs: usize) {
+        self.set = 0;
+        self.nregs = nregs.min(MAX_DWARF_REGS);
+    }
+
     /// The initial frame of a sample, as perf 7.2 sets it up.
     pub(crate) fn initial(arch: Arch, regs: &Regs<'_>) -> RegFile {
         let mut f = RegFile::empty(arch.frame_nregs());
@@ -167,6 +174,23 @@ impl RegFile {
     pub(crate) fn get(&self, reg: u64) -> Option<u64> {
         let r = usize::try_from(reg).ok().filter(|&r| r < self.nregs)?;
         (self.set & (1 << r) != 0).then_some(self.vals[r])
+    }
+
+    /// Copies the registers of `mask` that are set in `from` (the
+    /// same-value rules of a row: `get` then `set` for each).
+    pub(crate) fn copy_set(&mut self, from: &RegFile, mask: u128) {
+        let mut bits = mask & from.set & self.frame_mask();
+        while bits != 0 {
+            let r = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            self.vals[r] = from.vals[r];
+        }
+        self.set |= mask & from.set & self.frame_mask();
+    }
+
+    /// The bits of the frame registers `0..nregs`.
+    fn frame_mask(&self) -> u128 {
+        if self.nregs >= 128 { u128::MAX } else { (1u128 << self.nregs) - 1 }
     }
 
     /// libdw's `__libdwfl_frame_reg_set`; false if `reg` is not a frame

@@ -28,12 +28,12 @@
 //! the caller can say so: perf prints such samples without user frames,
 //! silently.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use super::{Arch, MapRef, ModuleSpace, Object, Process, Sample, Stop, Unwinder};
+use super::{Arch, MapRef, Met, ModuleSpace, Object, Process, Sample, Stop, Unwinder};
 use crate::fasthash::FastMap;
 use crate::machine::{DsoId, DsoKind, Dsos, Machine, Maps};
 use crate::symbols::SymbolConfig;
@@ -196,7 +196,15 @@ impl UserUnwinder {
         let space = self.spaces.entry(thread.map_group()).or_default();
         let maps = thread.maps();
         let little_endian = endian == Endian::Little;
-        let view = View { maps: &maps, dsos: &machine.dsos, files: &self.files, little_endian, no_object: Cell::new(None), no_cfi: Cell::new(None) };
+        let view = View {
+            maps: &maps,
+            dsos: &machine.dsos,
+            files: &self.files,
+            little_endian,
+            epoch: machine.epoch(),
+            no_object: RefCell::new(None),
+            no_cfi: RefCell::new(None),
+        };
         let sample = Sample { regs, stack, little_endian };
         let unwound = unwinder.unwind(space, &view, &sample, self.max_stack);
         self.frames.extend(unwound.frames.iter().map(|f| f.ip));
@@ -215,12 +223,12 @@ impl UserUnwinder {
             Stop::UnsupportedAbi => st.unsupported += 1,
             _ => {}
         }
-        if let Some(dso) = view.no_object.get().filter(|_| no_object) {
-            remember(&mut st.missing_objects, &machine.dsos.get(dso).name);
+        if let Some(name) = view.no_object.take().filter(|_| no_object) {
+            remember(&mut st.missing_objects, &name);
         }
-        if let Some(dso) = view.no_cfi.get() {
+        if let Some(name) = view.no_cfi.take() {
             st.through_no_cfi += 1;
-            remember(&mut st.objects_without_cfi, &machine.dsos.get(dso).name);
+            remember(&mut st.objects_without_cfi, &name);
         }
         &self.frames
     }
@@ -251,9 +259,11 @@ struct View<'a> {
     files: &'a RefCell<Files>,
     /// Byte order of the recorded machine (of its files too).
     little_endian: bool,
+    /// The machine's epoch: the maps are the same as long as it is.
+    epoch: u64,
     /// The last DSO met without an object file, and without CFI.
-    no_object: Cell<Option<DsoId>>,
-    no_cfi: Cell<Option<DsoId>>,
+    no_object: RefCell<Option<Rc<str>>>,
+    no_cfi: RefCell<Option<Rc<str>>>,
 }
 
 impl Process for View<'_> {
@@ -261,12 +271,18 @@ impl Process for View<'_> {
         let map = self.maps.find(addr)?;
         let dso = self.dsos.get(map.dso);
         let object = self.files.borrow_mut().object(map.dso, self.dsos);
-        match &object {
-            None => self.no_object.set(Some(map.dso)),
-            Some(o) if !o.has_cfi() => self.no_cfi.set(Some(map.dso)),
-            Some(_) => {}
-        }
         Some(MapRef { start: map.start, pgoff: map.pgoff, name: dso.name.clone(), object, jitted: dso.name.starts_with("/tmp/jitted-") })
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    fn met(&self, met: &Met) {
+        match met {
+            Met::NoObject(name) => *self.no_object.borrow_mut() = Some(name.clone()),
+            Met::NoCfi(name) => *self.no_cfi.borrow_mut() = Some(name.clone()),
+        }
     }
 
     fn read_file_word(&self, addr: u64) -> Option<u64> {

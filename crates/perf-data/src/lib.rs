@@ -127,6 +127,13 @@ pub trait Backing: Send + Sync {
     /// The bytes will not be needed for a while: a backing may give their
     /// memory back (they must read the same if touched again).
     fn release(&self) {}
+
+    /// Records from offset `pos` on are still to be read again (they wait
+    /// to be sorted by time): a backing that gives back the bytes behind
+    /// the reading should keep those (`usize::MAX`: none waits). Giving
+    /// them back would only make them come in again, on the reading
+    /// side's time.
+    fn keep_from(&self, _pos: usize) {}
 }
 
 /// The bytes of a whole input: a buffer of its own, or a shared
@@ -250,6 +257,14 @@ impl<'a> RecordSource<'a> {
     /// read would wait.
     pub fn from_stream(stream: Box<dyn Stream + 'a>, pos: u64, endian: Endian) -> RecordSource<'a> {
         RecordSource { inner: Source::Stream { reader: std::io::BufReader::with_capacity(STREAM_BUFFER, stream), pos, endian } }
+    }
+
+    /// See [`Backing::keep_from`]: records from input offset `pos` on
+    /// (`u64::MAX`: none) will be read again.
+    pub fn keep_from(&self, pos: u64) {
+        if let Source::Slice { backing: Some(b), .. } = &self.inner {
+            b.keep_from(usize::try_from(pos).unwrap_or(usize::MAX));
+        }
     }
 
     /// Whether reading the next record may have to wait for the input (a
