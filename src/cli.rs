@@ -335,7 +335,7 @@ pub fn config(args: &ScriptArgs) -> ScriptConfig {
         stitch_lbr: args.stitch_lbr,
         dump,
         per_event_dump: args.per_event_dump,
-        threads: Threads::from_env(),
+        threads: Threads::for_input(&args.input.clone().unwrap_or_else(default_input)),
     }
 }
 
@@ -537,7 +537,7 @@ fn run_inject(args: &InjectArgs) -> u8 {
             }
         }
     };
-    let input = match pstitch::open(&path, Threads::from_env()) {
+    let input = match pstitch::open(&path, Threads::for_input(&path)) {
         Ok(i) => i,
         Err(e) => {
             say!("pstitch: {name}: {e}");

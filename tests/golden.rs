@@ -28,7 +28,8 @@
 //! harness pins it (HEADER_MTIME). Every variant runs with TZ=UTC (local
 //! times: captured on, the tod field), as make-golden.sh runs perf-ref.
 //!
-//! Every variant runs twice: with pstitch's threads and single-threaded
+//! Every variant runs twice: with pstitch's threads (`PSTITCH_THREADS=2`:
+//! small inputs would otherwise run on one thread) and single-threaded
 //! (`PSTITCH_THREADS=1`); both must match.
 //!
 //! Usage: `cargo test --test golden [-- FILTER]` (FILTER: substring of
@@ -126,7 +127,7 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
 /// Runs one variant, multi-threaded and single-threaded
 /// (`PSTITCH_THREADS=1`): both must print the expected bytes.
 fn run(case: &Path, variant: &str) -> Result<usize, String> {
-    let n = run_with(case, variant, None)?;
+    let n = run_with(case, variant, Some("2"))?;
     run_with(case, variant, Some("1")).map_err(|why| format!("single-threaded (PSTITCH_THREADS=1): {why}"))?;
     Ok(n)
 }

@@ -18,8 +18,8 @@
 //! pstitch gives must be a comm perf-ref printed for the original,
 //! non-deferred recording.
 //!
-//! Every variant runs with pstitch's threads and single-threaded
-//! (`PSTITCH_THREADS=1`). `tests/golden/pending.txt` lists variants known
+//! Every variant runs with pstitch's threads (`PSTITCH_THREADS=2`) and
+//! single-threaded (`PSTITCH_THREADS=1`). `tests/golden/pending.txt` lists variants known
 //! not to match (`case/reports/variant`), as tests/golden.rs does.
 //!
 //! Usage: `cargo test --test golden_reports [-- FILTER]`.
@@ -328,7 +328,7 @@ fn main() {
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
             continue;
         }
-        let result = check(case, variant, None)
+        let result = check(case, variant, Some("2"))
             .and_then(|n| check(case, variant, Some("1")).map(|_| n).map_err(|e| format!("single-threaded (PSTITCH_THREADS=1): {e}")));
         tally.record(&name, result);
     }

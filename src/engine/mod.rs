@@ -30,12 +30,41 @@ pub enum Threads {
     Single,
 }
 
+/// Inputs below this size run on the calling thread unless the
+/// environment asks for threads: on the small recordings of
+/// `bench/small.py` (0.5-1 MB, 4k-10k samples) the helper threads cost
+/// more to start and keep in step than they save (paired runs: about 8%
+/// more wall time, 4-5 MB more memory; the loader's decoding ahead reads
+/// DWARF units no sample needs), while on the large recording of
+/// `bench/run.py` they are what makes pstitch fast. See
+/// `docs/performance.md`, "Small recordings".
+pub const SMALL_INPUT: u64 = 4 << 20;
+
 impl Threads {
     /// `PSTITCH_THREADS=1` asks for [`Threads::Single`].
     pub fn from_env() -> Threads {
         match std::env::var("PSTITCH_THREADS") {
             Ok(v) if v.trim() == "1" => Threads::Single,
             _ => Threads::Parallel,
+        }
+    }
+
+    /// The mode for reading `path`: what `PSTITCH_THREADS` asks for when it
+    /// is set (`1`: single-threaded, any other value: threads), else
+    /// single-threaded for a regular file smaller than [`SMALL_INPUT`]
+    /// and threads for anything else (a larger file, a directory, a pipe).
+    pub fn for_input(path: &Path) -> Threads {
+        Threads::choose(std::env::var("PSTITCH_THREADS").ok().as_deref(), std::fs::metadata(path).ok())
+    }
+
+    fn choose(env: Option<&str>, meta: Option<std::fs::Metadata>) -> Threads {
+        match env {
+            Some(v) if v.trim() == "1" => Threads::Single,
+            Some(_) => Threads::Parallel,
+            None => match meta {
+                Some(m) if m.is_file() && m.len() < SMALL_INPUT => Threads::Single,
+                _ => Threads::Parallel,
+            },
         }
     }
 }
@@ -142,5 +171,30 @@ impl std::io::Write for Captured {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_files_run_on_one_thread_unless_asked() {
+        let dir = std::env::temp_dir().join(format!("pstitch-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let small = dir.join("small.data");
+        std::fs::write(&small, [0u8; 100]).expect("write");
+        let large = dir.join("large.data");
+        let f = std::fs::File::create(&large).expect("create");
+        f.set_len(SMALL_INPUT).expect("sparse");
+        let meta = |p: &Path| std::fs::metadata(p).ok();
+        assert_eq!(Threads::choose(None, meta(&small)), Threads::Single);
+        assert_eq!(Threads::choose(None, meta(&large)), Threads::Parallel);
+        assert_eq!(Threads::choose(None, meta(&dir)), Threads::Parallel, "a directory (perf record --threads)");
+        assert_eq!(Threads::choose(None, None), Threads::Parallel, "a pipe or a missing file");
+        assert_eq!(Threads::choose(Some("1"), meta(&large)), Threads::Single);
+        assert_eq!(Threads::choose(Some("2"), meta(&small)), Threads::Parallel, "asked for threads");
+        assert_eq!(Threads::choose(Some(""), meta(&small)), Threads::Parallel);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -272,6 +272,9 @@ pub fn load_parsed(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&s
         Some((name, addr)) => function_start(parser.iter(&data), name)?.wrapping_sub(addr),
         None => 0,
     };
+    // The entries are symbols now: their list (32 bytes a line) need not
+    // stay for the peak below.
+    parser.found = Vec::new();
     let Kept { syms, ends, marks, .. } = std::mem::take(&mut parser.kept);
     // The names stay in the file's bytes, each ended by a NUL where its
     // newline was: one allocation rather than one per symbol.
@@ -318,6 +321,9 @@ pub fn load_parsed(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&s
         s.end = s.end.wrapping_sub(delta);
         kept.push(s);
     }
+    // The table in file order has served: not both at once.
+    drop(t);
+    drop(marks);
     kernel.insert_all(kept);
     // Ready for lookups here, once: each copy handed out is too.
     kernel.prepare();
