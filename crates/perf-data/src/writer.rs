@@ -29,25 +29,46 @@ use super::record::{HEADER_SIZE, kind};
 pub struct Put(pub Endian);
 
 impl Put {
+    #[inline]
     pub fn u16(self, out: &mut Vec<u8>, v: u16) {
         out.extend_from_slice(&match self.0 {
             Endian::Little => v.to_le_bytes(),
             Endian::Big => v.to_be_bytes(),
         });
     }
+    #[inline]
     pub fn u32(self, out: &mut Vec<u8>, v: u32) {
         out.extend_from_slice(&match self.0 {
             Endian::Little => v.to_le_bytes(),
             Endian::Big => v.to_be_bytes(),
         });
     }
+    #[inline]
     pub fn u64(self, out: &mut Vec<u8>, v: u64) {
         out.extend_from_slice(&match self.0 {
             Endian::Little => v.to_le_bytes(),
             Endian::Big => v.to_be_bytes(),
         });
     }
+    /// Appends each of `vs`.
+    #[inline]
+    pub fn u64s(self, out: &mut Vec<u8>, vs: &[u64]) {
+        out.reserve(vs.len() * 8);
+        for &v in vs {
+            self.u64(out, v);
+        }
+    }
+    /// Overwrites a `u16` at `off`.
+    #[inline]
+    pub fn set_u16(self, out: &mut [u8], off: usize, v: u16) {
+        let b = match self.0 {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        };
+        out[off..off + 2].copy_from_slice(&b);
+    }
     /// Overwrites a `u64` at `off`.
+    #[inline]
     pub fn set_u64(self, out: &mut [u8], off: usize, v: u64) {
         let b = match self.0 {
             Endian::Little => v.to_le_bytes(),
@@ -56,6 +77,7 @@ impl Put {
         out[off..off + 8].copy_from_slice(&b);
     }
     /// A record header.
+    #[inline]
     pub fn header(self, out: &mut Vec<u8>, type_: u32, misc: u16, size: u16) {
         self.u32(out, type_);
         self.u16(out, misc);
