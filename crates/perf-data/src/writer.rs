@@ -53,9 +53,13 @@ impl Put {
     /// Appends each of `vs`.
     #[inline]
     pub fn u64s(self, out: &mut Vec<u8>, vs: &[u64]) {
-        out.reserve(vs.len() * 8);
-        for &v in vs {
-            self.u64(out, v);
+        let start = out.len();
+        out.resize(start + vs.len() * 8, 0);
+        for (to, v) in out[start..].chunks_exact_mut(8).zip(vs) {
+            to.copy_from_slice(&match self.0 {
+                Endian::Little => v.to_le_bytes(),
+                Endian::Big => v.to_be_bytes(),
+            });
         }
     }
     /// Overwrites a `u16` at `off`.
