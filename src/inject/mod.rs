@@ -19,6 +19,12 @@
 //! File and pipe mode may differ between input and output (output.rs).
 //! Memory is bounded by the samples held and the records waiting behind
 //! the oldest of them (spilled to a temporary file past a limit).
+//!
+//! The tool itself only decides what goes where: it hands the records,
+//! holes and fills in batches (ops.rs) to the writing side, which puts
+//! held samples in place and writes, on a thread of its own beside the
+//! reading (`engine::worker`), or at each batch on the reading thread
+//! ([`InjectConfig::threads`], `PSTITCH_THREADS=1`): the same bytes.
 
 mod ops;
 mod output;
