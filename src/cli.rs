@@ -544,7 +544,7 @@ fn run_inject(args: &InjectArgs) -> u8 {
             return EXIT_DAMAGED;
         }
     };
-    let config = InjectConfig { keep_deferred: args.keep_deferred, ..Default::default() };
+    let config = InjectConfig { keep_deferred: args.keep_deferred, threads: Threads::from_env(), ..Default::default() };
     let report = inject::run(input, &name, config, output);
     for m in &report.messages {
         say!("{m}");

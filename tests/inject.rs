@@ -69,11 +69,20 @@ fn cases() -> Vec<Case> {
 /// Runs `pstitch inject` on the case: from the file or (`stdin`) from a
 /// pipe, to a file or (`to_pipe`) to a pipe. Returns the output and stderr.
 fn inject(case: &Case, stdin: bool, to_pipe: bool) -> (Vec<u8>, String) {
-    let out_path = std::env::temp_dir().join(format!("pstitch-inject-test-{}-{}-{stdin}.data", std::process::id(), case.name));
+    inject_threads(case, stdin, to_pipe, false)
+}
+
+/// [`inject`], all on one thread if `single` (`PSTITCH_THREADS=1`).
+fn inject_threads(case: &Case, stdin: bool, to_pipe: bool, single: bool) -> (Vec<u8>, String) {
+    // Tests run at once: each run its own output file.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out_path = std::env::temp_dir().join(format!("pstitch-inject-test-{}-{}-{run}.data", std::process::id(), case.name));
     let input = if stdin { "-".to_string() } else { case.dir.join("perf.data").display().to_string() };
     let output = if to_pipe { "-".to_string() } else { out_path.display().to_string() };
     let mut child = Command::new(env!("CARGO_BIN_EXE_pstitch"))
         .args(["inject", "-i", &input, "-o", &output])
+        .env("PSTITCH_THREADS", if single { "1" } else { "" })
         .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -197,6 +206,12 @@ fn injected_files_are_the_ones_perf_ref_saw() {
         // Reading from a pipe makes the same output.
         if inject(&case, true, false).0 != file || inject(&case, true, true).0 != pipe {
             failures.push(format!("{}: reading the input from a pipe gives another output", case.name));
+        }
+        // So does writing on the reading thread (PSTITCH_THREADS=1).
+        for stdin in [false, true] {
+            if inject_threads(&case, stdin, false, true).0 != file || inject_threads(&case, stdin, true, true).0 != pipe {
+                failures.push(format!("{}: single-threaded (PSTITCH_THREADS=1, input from a pipe: {stdin}), another output", case.name));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -487,10 +502,12 @@ fn records_spilled_behind_held_samples_come_back_in_place() {
         assert_eq!(r.counts.spilled, 0, "{name}");
         assert!(r.counts.peak_waiting > 0, "{name}: nothing waited behind a held sample");
         for limit in [64, 1000, 20_000] {
-            let config = pstitch::inject::InjectConfig { max_waiting: limit, ..Default::default() };
-            let (spilled, r) = inject_lib(&input, &format!("{name}-spilled-{limit}"), config);
-            assert!(r.counts.spilled > 0 || r.counts.peak_waiting <= limit as u64, "{name}: nothing spilled past {limit}");
-            assert!(plain == spilled, "{name}: spilling past {limit} bytes changed the output");
+            for threads in [pstitch::Threads::Parallel, pstitch::Threads::Single] {
+                let config = pstitch::inject::InjectConfig { max_waiting: limit, threads, ..Default::default() };
+                let (spilled, r) = inject_lib(&input, &format!("{name}-spilled-{limit}-{threads:?}"), config);
+                assert!(r.counts.spilled > 0 || r.counts.peak_waiting <= limit as u64, "{name}: nothing spilled past {limit}");
+                assert!(plain == spilled, "{name}: spilling past {limit} bytes ({threads:?}) changed the output");
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ mod pager;
 pub mod pieces;
 pub mod printer;
 pub mod sys;
+pub mod worker;
 
 pub use sys::thread_cpu;
 

@@ -19,7 +19,14 @@
 //! File and pipe mode may differ between input and output (output.rs).
 //! Memory is bounded by the samples held and the records waiting behind
 //! the oldest of them (spilled to a temporary file past a limit).
+//!
+//! The tool itself only decides what goes where: it hands the records,
+//! holes and fills in batches (ops.rs) to the writing side, which puts
+//! held samples in place and writes, on a thread of its own beside the
+//! reading (`engine::worker`), or at each batch on the reading thread
+//! ([`InjectConfig::threads`], `PSTITCH_THREADS=1`): the same bytes.
 
+mod ops;
 mod output;
 mod reorder;
 mod stitch;
@@ -34,8 +41,11 @@ use perf_data::features::{Features, event_desc_entries, feat};
 use perf_data::record::{HEADER_SIZE, RecordHeader, kind};
 use perf_data::writer::{AttrEntry, clear_attr_flags};
 
+use crate::engine::Threads;
+use crate::engine::worker::Worker;
 use crate::error::{Error, Result};
 use crate::session::{Consumed, Context, Event, HeldEvent, Limits, SampleEvent, Session, SessionOptions, Stats, StitchStats, Tool, Why};
+use ops::{HeaderOp, Ops, Writing};
 use output::{FileOut, Sink};
 use reorder::Reorder;
 use stitch::Stitched;
@@ -52,11 +62,14 @@ pub struct InjectConfig {
     /// nearly everything waiting).
     pub max_waiting: usize,
     pub limits: Limits,
+    /// Whether the writing runs on a thread of its own beside the reading
+    /// (the default), or everything on the calling thread.
+    pub threads: Threads,
 }
 
 impl Default for InjectConfig {
     fn default() -> Self {
-        InjectConfig { keep_deferred: false, max_waiting: 16 << 20, limits: Limits::default() }
+        InjectConfig { keep_deferred: false, max_waiting: 16 << 20, limits: Limits::default(), threads: Threads::Parallel }
     }
 }
 
@@ -65,7 +78,7 @@ pub enum Output {
     /// A file-mode perf.data in this (seekable) file.
     File(std::fs::File),
     /// A pipe-mode stream.
-    Pipe(Box<dyn Write>),
+    Pipe(Box<dyn Write + Send>),
 }
 
 /// What an inject run did.
@@ -98,89 +111,101 @@ pub struct Counts {
     pub spilled: u64,
 }
 
-/// The tool: writes what the session delivers.
+/// The tool: hands what the session delivers to the writing side
+/// (ops.rs), in batches.
 struct Inject {
-    out: Reorder<Sink>,
+    ops: Ops,
+    writer: Worker<Writing, Ops>,
+    /// The output is a file (else a stream).
+    file_out: bool,
     endian: Endian,
     keep_deferred: bool,
     /// The attr flags to clear.
     clear: u64,
     counts: Counts,
-    /// A stitched sample's record, the buffer reused.
-    scratch: Vec<u8>,
+}
+
+/// An attr (raw, as written) with the flags `clear` cleared.
+fn attr_entry(raw: &[u8], ids: Vec<u64>, endian: Endian, clear: u64) -> AttrEntry {
+    let mut raw = raw.to_vec();
+    clear_attr_flags(&mut raw, endian, clear);
+    AttrEntry { raw, ids }
+}
+
+/// A feature payload as written: EVENT_DESC's attrs with the flags
+/// `clear` cleared.
+fn feature_payload(bit: u64, payload: &[u8], endian: Endian, clear: u64) -> Vec<u8> {
+    let mut p = payload.to_vec();
+    if bit == feat::EVENT_DESC as u64 && clear != 0 {
+        for (_, at) in event_desc_entries(payload, endian) {
+            clear_attr_flags(&mut p[at], endian, clear);
+        }
+    }
+    p
+}
+
+/// The start of the output: a file-mode input's header goes into the
+/// output file's header, or becomes records at the start of a stream; a
+/// stream's header records come later, as records.
+fn start(sink: &mut Sink, input: &Input, evlist: &Evlist, features: &Features, clear: u64, messages: &mut Vec<String>, name: &str) -> std::io::Result<()> {
+    let endian = input.endian;
+    let Some(info) = input.info.as_ref() else {
+        return match sink {
+            Sink::File(_) => Ok(()),
+            Sink::Pipe(_) => sink.write_all(&perf_data::writer::pipe_header(endian)),
+        };
+    };
+    let bytes = input.bytes().map(|b| &b[..]).unwrap_or(&[]);
+    let attrs: Vec<AttrEntry> =
+        info.attr_ranges.iter().zip(&evlist.evsels).map(|(r, ev)| attr_entry(bytes.get(r.clone()).unwrap_or(&[]), ev.ids.clone(), endian, clear)).collect();
+    let feats: Vec<(u32, Vec<u8>)> = features
+        .bits()
+        .filter(|&b| b != feat::COMPRESSED)
+        .map(|b| (b, feature_payload(b as u64, features.get(b).unwrap_or(&[]), endian, clear)))
+        .collect();
+    match sink {
+        Sink::File(f) => {
+            attrs.into_iter().for_each(|a| f.add_attr(a));
+            feats.into_iter().for_each(|(b, p)| f.set_feature(b, p));
+            Ok(())
+        }
+        Sink::Pipe(w) => {
+            let names: Vec<(u64, String)> = features
+                .event_desc()
+                .into_iter()
+                .zip(&evlist.evsels)
+                .filter_map(|(d, ev)| Some((*ev.ids.first().or(d.ids.first())?, d.name)))
+                .collect();
+            let (records, left_out) = output::header_records(endian, &attrs, &names, &feats);
+            for what in left_out {
+                messages.push(format!("pstitch: {name}: warning: {what} does not fit a pipe-mode record; left out"));
+            }
+            w.write_all(&records)
+        }
+    }
 }
 
 impl Inject {
-    fn file(&mut self) -> Option<&mut FileOut> {
-        match self.out.get_mut() {
-            Sink::File(f) => Some(f),
-            Sink::Pipe(_) => None,
-        }
+    /// Appends a record to the stream.
+    #[inline]
+    fn push(&mut self, bytes: &[u8]) -> Result<()> {
+        self.ops.push(bytes);
+        self.sent_if_full()
     }
 
-    /// An attr (raw, as written) with the defer flags cleared.
-    fn attr_entry(&self, raw: &[u8], ids: Vec<u64>) -> AttrEntry {
-        let mut raw = raw.to_vec();
-        clear_attr_flags(&mut raw, self.endian, self.clear);
-        AttrEntry { raw, ids }
-    }
-
-    /// A feature payload as written: EVENT_DESC's attrs with the defer
-    /// flags cleared.
-    fn feature_payload(&self, bit: u64, payload: &[u8]) -> Vec<u8> {
-        let mut p = payload.to_vec();
-        if bit == feat::EVENT_DESC as u64 && self.clear != 0 {
-            for (_, at) in event_desc_entries(payload, self.endian) {
-                clear_attr_flags(&mut p[at], self.endian, self.clear);
-            }
+    /// Hands the batch over once it is full.
+    #[inline]
+    fn sent_if_full(&mut self) -> Result<()> {
+        if self.ops.full() {
+            self.writer.send(&mut self.ops)?;
         }
-        p
-    }
-
-    /// The start of the output: a file-mode input's header goes into the
-    /// output file's header, or becomes records at the start of a stream; a
-    /// stream's header records come later, as records.
-    fn start(&mut self, input: &Input, evlist: &Evlist, features: &Features, messages: &mut Vec<String>, name: &str) -> std::io::Result<()> {
-        let Some(info) = input.info.as_ref() else {
-            return match self.out.get_mut() {
-                Sink::File(_) => Ok(()),
-                Sink::Pipe(_) => self.out.push(&perf_data::writer::pipe_header(self.endian)),
-            };
-        };
-        let bytes = input.bytes().map(|b| &b[..]).unwrap_or(&[]);
-        let attrs: Vec<AttrEntry> =
-            info.attr_ranges.iter().zip(&evlist.evsels).map(|(r, ev)| self.attr_entry(bytes.get(r.clone()).unwrap_or(&[]), ev.ids.clone())).collect();
-        let feats: Vec<(u32, Vec<u8>)> = features
-            .bits()
-            .filter(|&b| b != feat::COMPRESSED)
-            .map(|b| (b, self.feature_payload(b as u64, features.get(b).unwrap_or(&[]))))
-            .collect();
-        match self.out.get_mut() {
-            Sink::File(f) => {
-                attrs.into_iter().for_each(|a| f.add_attr(a));
-                feats.into_iter().for_each(|(b, p)| f.set_feature(b, p));
-                Ok(())
-            }
-            Sink::Pipe(w) => {
-                let names: Vec<(u64, String)> = features
-                    .event_desc()
-                    .into_iter()
-                    .zip(&evlist.evsels)
-                    .filter_map(|(d, ev)| Some((*ev.ids.first().or(d.ids.first())?, d.name)))
-                    .collect();
-                let (records, left_out) = output::header_records(self.endian, &attrs, &names, &feats);
-                for what in left_out {
-                    messages.push(format!("pstitch: {name}: warning: {what} does not fit a pipe-mode record; left out"));
-                }
-                w.write_all(&records)
-            }
-        }
+        Ok(())
     }
 
     /// A record perf writes itself, as the session consumed it.
     fn user_record(&mut self, bytes: &[u8]) -> Result<()> {
         let e = self.endian;
-        let Some(h) = RecordHeader::parse(bytes, e) else { return Ok(self.out.push(bytes)?) };
+        let Some(h) = RecordHeader::parse(bytes, e) else { return self.push(bytes) };
         let size = (h.size as usize).min(bytes.len());
         let body = &bytes[HEADER_SIZE..size];
         match h.type_ {
@@ -188,14 +213,13 @@ impl Inject {
             kind::COMPRESSED | kind::COMPRESSED2 => {}
             kind::HEADER_ATTR => {
                 let sz = Attr::parse(body, e).map(|a| a.disk_size()).unwrap_or(body.len()).min(body.len());
-                let entry = self.attr_entry(&body[..sz], ids_after_attr(body, sz, e));
-                match self.file() {
-                    Some(f) => f.add_attr(entry),
-                    None => {
-                        let mut rec = bytes.to_vec();
-                        rec[HEADER_SIZE..HEADER_SIZE + sz].copy_from_slice(&entry.raw);
-                        self.out.push(&rec)?;
-                    }
+                let entry = attr_entry(&body[..sz], ids_after_attr(body, sz, e), e, self.clear);
+                if self.file_out {
+                    self.ops.header(HeaderOp::Attr(entry));
+                } else {
+                    let mut rec = bytes.to_vec();
+                    rec[HEADER_SIZE..HEADER_SIZE + sz].copy_from_slice(&entry.raw);
+                    self.push(&rec)?;
                 }
             }
             kind::HEADER_FEATURE => {
@@ -204,62 +228,57 @@ impl Inject {
                     // The output is not compressed.
                     return Ok(());
                 }
-                let payload = self.feature_payload(bit, &body[8.min(body.len())..]);
-                match self.file() {
+                let payload = feature_payload(bit, &body[8.min(body.len())..], e, self.clear);
+                if self.file_out {
                     // The end mark (no payload) is no section.
-                    Some(f) => {
-                        if bit < 256 && !payload.is_empty() {
-                            f.set_feature(bit as u32, payload);
-                        }
+                    if bit < 256 && !payload.is_empty() {
+                        self.ops.header(HeaderOp::Feature(bit as u32, payload));
                     }
-                    None => {
-                        let mut rec = bytes.to_vec();
-                        rec[HEADER_SIZE + 8..size].copy_from_slice(&payload);
-                        self.out.push(&rec)?;
-                    }
+                } else {
+                    let mut rec = bytes.to_vec();
+                    rec[HEADER_SIZE + 8..size].copy_from_slice(&payload);
+                    self.push(&rec)?;
                 }
             }
-            kind::HEADER_TRACING_DATA => match self.file() {
-                Some(f) => f.set_feature(feat::TRACING_DATA, bytes[size..].to_vec()),
-                None => self.out.push(bytes)?,
-            },
-            kind::HEADER_BUILD_ID => match self.file() {
-                Some(f) => f.add_build_id(&bytes[..size]),
-                None => self.out.push(bytes)?,
-            },
-            _ => self.out.push(bytes)?,
+            kind::HEADER_TRACING_DATA if self.file_out => self.ops.header(HeaderOp::Feature(feat::TRACING_DATA, bytes[size..].to_vec())),
+            kind::HEADER_BUILD_ID if self.file_out => self.ops.header(HeaderOp::BuildId(bytes[..size].to_vec())),
+            _ => self.push(bytes)?,
         }
-        Ok(())
+        self.sent_if_full()
     }
 }
 
 impl Tool for Inject {
     fn sample(&mut self, _cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
-        let Some(seq) = ev.held else { return Ok(self.out.push(ev.record.bytes)?) };
-        match stitch::held_sample(ev, self.endian, &mut self.scratch) {
-            Some(how) => {
-                match how {
-                    Stitched::Merged => self.counts.merged += 1,
-                    Stitched::KernelOnly => self.counts.kernel_only += 1,
-                    Stitched::Truncated => {
-                        self.counts.merged += 1;
-                        self.counts.truncated += 1;
-                    }
-                }
-                self.out.fill(seq, &self.scratch)?;
+        let Some(seq) = ev.held else { return self.push(ev.record.bytes) };
+        let endian = self.endian;
+        // Written into the batch in place.
+        let how = self.ops.fill_with(seq, |out| {
+            let how = stitch::held_sample(ev, endian, out);
+            if how.is_none() {
+                out.extend_from_slice(ev.record.bytes);
             }
-            None => self.out.fill(seq, ev.record.bytes)?,
+            how
+        });
+        match how {
+            Some(Stitched::Merged) => self.counts.merged += 1,
+            Some(Stitched::KernelOnly) => self.counts.kernel_only += 1,
+            Some(Stitched::Truncated) => {
+                self.counts.merged += 1;
+                self.counts.truncated += 1;
+            }
+            None => {}
         }
-        Ok(())
+        self.sent_if_full()
     }
 
     fn sample_held(&mut self, _cx: &mut Context<'_>, ev: &HeldEvent<'_>) -> Result<()> {
-        self.out.hole(ev.seq);
-        Ok(())
+        self.ops.hole(ev.seq);
+        self.sent_if_full()
     }
 
     fn record(&mut self, _cx: &mut Context<'_>, ev: &Event<'_>) -> Result<()> {
-        Ok(self.out.push(ev.record.bytes)?)
+        self.push(ev.record.bytes)
     }
 
     fn consumed(&mut self, _cx: &mut Context<'_>, ev: &Consumed<'_>) -> Result<()> {
@@ -269,7 +288,7 @@ impl Tool for Inject {
                 self.counts.deferred_dropped += 1;
                 Ok(())
             }
-            Why::DeferredMerged | Why::Skipped => Ok(self.out.push(ev.bytes)?),
+            Why::DeferredMerged | Why::Skipped => self.push(ev.bytes),
         }
     }
 }
@@ -284,16 +303,18 @@ pub fn run(mut input: Input, name: &str, config: InjectConfig, output: Output) -
         report.messages.push(format!("pstitch: {name}: warning: {w}"));
     }
     let clear = if config.keep_deferred { 0 } else { flag::DEFER_CALLCHAIN | flag::DEFER_OUTPUT };
-    let sink = match output {
+    let mut sink = match output {
         Output::File(f) => Sink::File(Box::new(FileOut::new(f, endian))),
         Output::Pipe(w) => Sink::pipe(w),
     };
-    let mut tool = Inject { out: Reorder::new(sink, config.max_waiting), endian, keep_deferred: config.keep_deferred, clear, counts: Counts::default(), scratch: Vec::new() };
-
-    if let Err(e) = tool.start(&input, &evlist, &features, &mut report.messages, name) {
+    if let Err(e) = start(&mut sink, &input, &evlist, &features, clear, &mut report.messages, name) {
         report.messages.push(format!("pstitch: writing output: {e}"));
         return report;
     }
+    let file_out = matches!(sink, Sink::File(_));
+    let writing = Writing { out: Reorder::new(sink, config.max_waiting) };
+    let writer = Worker::start(writing, Writing::apply, config.threads, "pstitch-writer");
+    let mut tool = Inject { ops: Ops::default(), writer, file_out, endian, keep_deferred: config.keep_deferred, clear, counts: Counts::default() };
 
     let pipe = input.pipe;
     // Every record once, as it was (a PERF_SAMPLE_READ sample is not split
@@ -306,13 +327,16 @@ pub fn run(mut input: Input, name: &str, config: InjectConfig, output: Output) -
     for w in session.warnings.messages() {
         report.messages.push(format!("pstitch: {name}: warning: {w}"));
     }
-    let finished = tool.out.finish().and_then(|open| {
-        tool.out.get_mut().finish()?;
+    // What was delivered is written, even after an error.
+    let Inject { mut ops, writer, mut counts, .. } = tool;
+    let finished = writer.finish(&mut ops).and_then(|mut w| {
+        let open = w.out.finish()?;
+        w.out.get_mut().finish()?;
+        counts.peak_waiting = w.out.peak_waiting;
+        counts.spilled = w.out.spilled;
         Ok(open)
     });
-    tool.counts.peak_waiting = tool.out.peak_waiting;
-    tool.counts.spilled = tool.out.spilled;
-    report.counts = tool.counts;
+    report.counts = counts;
     let c = &report.counts;
     if c.kernel_only > 0 {
         report.messages.push(format!(

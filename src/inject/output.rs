@@ -99,11 +99,11 @@ impl Write for FileOut {
 /// The output: records go to the data section of a file, or down a stream.
 pub enum Sink {
     File(Box<FileOut>),
-    Pipe(BufWriter<Box<dyn Write>>),
+    Pipe(BufWriter<Box<dyn Write + Send>>),
 }
 
 impl Sink {
-    pub fn pipe(out: Box<dyn Write>) -> Sink {
+    pub fn pipe(out: Box<dyn Write + Send>) -> Sink {
         Sink::Pipe(BufWriter::with_capacity(BUF, out))
     }
 

@@ -18,7 +18,9 @@
 //! holes (position, seq), in order:  the first one stops the writing
 //! ```
 //! A hole filled while an earlier one is still open is kept until the
-//! writing reaches it; such records count as waiting too. Past the limit,
+//! writing reaches it (in one buffer, end to end, not an allocation per
+//! record: the bytes of those written are dropped past the limit when they
+//! are at least half the buffer); such records count as waiting too. Past the limit,
 //! the waiting bytes go to the spill file with the filled holes among them
 //! spliced in (only open holes stay listed), and records of holes further
 //! back (already in the file) go to a second temporary file (read back in
@@ -45,6 +47,10 @@ pub struct Reorder<W: Write> {
     spill: Option<File>,
     spill_base: u64,
     holes: VecDeque<Hole>,
+    /// Records of filled holes that wait in memory, end to end in the
+    /// order they came (with the bytes of those written since, until
+    /// they are dropped: see `waited`).
+    filled_buf: Vec<u8>,
     /// Records of filled holes that wait: in memory, and in all.
     filled_mem: usize,
     filled_waiting: u64,
@@ -54,6 +60,12 @@ pub struct Reorder<W: Write> {
     /// A piece of `filled_file` read back: its bytes from `read_at` on.
     read_buf: Vec<u8>,
     read_at: u64,
+    /// A buffer for the spill file's bytes on their way out, and one for
+    /// bytes on their way into a spill file.
+    copy_buf: Vec<u8>,
+    spill_buf: Vec<u8>,
+    /// The size of those buffers (see [`COPY_CHUNK`]).
+    chunk: usize,
     limit: usize,
     /// Most bytes that waited at once (in memory and in the file).
     pub peak_waiting: u64,
@@ -72,12 +84,14 @@ struct Hole {
 
 /// Where a filled hole's record waits.
 enum Filled {
-    Mem(Vec<u8>),
+    /// In `filled_buf`.
+    Mem { at: usize, len: usize },
     /// In `filled_file`.
     Spilled { at: u64, len: usize },
 }
 
-/// Bytes copied from the spill file at a time.
+/// Bytes copied to and from a spill file at a time: at most this, and a
+/// quarter of the limit (the buffers are memory held besides it).
 const COPY_CHUNK: usize = 1 << 20;
 
 impl<W: Write> Reorder<W> {
@@ -91,12 +105,16 @@ impl<W: Write> Reorder<W> {
             spill: None,
             spill_base: 0,
             holes: VecDeque::new(),
+            filled_buf: Vec::new(),
             filled_mem: 0,
             filled_waiting: 0,
             filled_file: None,
             filled_file_len: 0,
             read_buf: Vec::new(),
             read_at: 0,
+            copy_buf: Vec::new(),
+            spill_buf: Vec::new(),
+            chunk: COPY_CHUNK.min(limit / 4).max(4096),
             limit: limit.max(1),
             peak_waiting: 0,
             spilled: 0,
@@ -124,16 +142,49 @@ impl<W: Write> Reorder<W> {
         self.waited()
     }
 
-    /// Accounts for what waits; spills past the limit.
+    /// Accounts for what waits; past the limit, drops the bytes of
+    /// filled records written since they came if they are at least half
+    /// of `filled_buf` (so each byte is moved at most once more on
+    /// average), and spills if that was not enough.
     fn waited(&mut self) -> io::Result<()> {
         self.peak_waiting = self.peak_waiting.max(self.tail() - self.head + self.filled_waiting);
-        if self.mem.len() + self.filled_mem > self.limit {
-            if !self.mem.is_empty() {
-                self.spill_mem()?;
+        if self.mem.len() + self.filled_buf.len() > self.limit {
+            if self.filled_buf.len() >= 2 * self.filled_mem {
+                self.compact_filled();
             }
-            self.spill_filled()?;
+            if self.mem.len() + self.filled_buf.len() > self.limit {
+                if !self.mem.is_empty() {
+                    self.spill_mem()?;
+                }
+                self.spill_filled()?;
+            }
         }
         Ok(())
+    }
+
+    /// Moves the filled records waiting in memory down over the bytes of
+    /// those written, in place, keeping their order.
+    fn compact_filled(&mut self) {
+        let mut live: Vec<(usize, usize)> =
+            self.holes.iter().enumerate().filter_map(|(i, h)| if let Some(Filled::Mem { at, .. }) = h.filled { Some((at, i)) } else { None }).collect();
+        live.sort_unstable();
+        let mut to = 0;
+        for (_, i) in live {
+            if let Some(Filled::Mem { at, len }) = &mut self.holes[i].filled {
+                self.filled_buf.copy_within(*at..*at + *len, to);
+                *at = to;
+                to += *len;
+            }
+        }
+        self.filled_buf.truncate(to);
+    }
+
+    /// A filled record left memory.
+    fn filled_gone(&mut self, len: usize) {
+        self.filled_mem -= len;
+        if self.filled_mem == 0 {
+            self.filled_buf.clear();
+        }
     }
 
     /// Leaves a hole for the record numbered `seq`, which comes later.
@@ -144,14 +195,26 @@ impl<W: Write> Reorder<W> {
     }
 
     /// Where hole `seq` is in the queue: at `seq - first` when the numbers
-    /// have no gaps, else found by a binary search.
+    /// have no gaps, at as many places from the back as `seq` is below
+    /// the last when the holes since a spill have none (only the open ones
+    /// before them are left: a few, with gaps), else found by a binary
+    /// search.
     fn find(&self, seq: u64) -> Option<usize> {
         let first = self.holes.front()?.seq;
         let i = usize::try_from(seq.checked_sub(first)?).ok()?;
-        match self.holes.get(i) {
-            Some(h) if h.seq == seq => Some(i),
-            _ => self.holes.binary_search_by_key(&seq, |h| h.seq).ok(),
+        if let Some(h) = self.holes.get(i)
+            && h.seq == seq
+        {
+            return Some(i);
         }
+        let last = self.holes.back()?.seq;
+        let from_back = usize::try_from(last.checked_sub(seq)?).ok()?;
+        if let Some(j) = (self.holes.len() - 1).checked_sub(from_back)
+            && self.holes[j].seq == seq
+        {
+            return Some(j);
+        }
+        self.holes.binary_search_by_key(&seq, |h| h.seq).ok()
     }
 
     /// The record for hole `seq`. A number without a hole is appended.
@@ -165,7 +228,8 @@ impl<W: Write> Reorder<W> {
                 self.drain()
             }
             Some(i) => {
-                self.holes[i].filled = Some(Filled::Mem(bytes.to_vec()));
+                self.holes[i].filled = Some(Filled::Mem { at: self.filled_buf.len(), len: bytes.len() });
+                self.filled_buf.extend_from_slice(bytes);
                 self.filled_mem += bytes.len();
                 self.filled_waiting += bytes.len() as u64;
                 self.waited()
@@ -193,17 +257,18 @@ impl<W: Write> Reorder<W> {
     /// Writes a filled hole's record.
     fn write_filled(&mut self, filled: Filled) -> io::Result<()> {
         match filled {
-            Filled::Mem(bytes) => {
-                self.filled_mem -= bytes.len();
-                self.filled_waiting -= bytes.len() as u64;
-                self.out.write_all(&bytes)
+            Filled::Mem { at, len } => {
+                self.filled_waiting -= len as u64;
+                let r = self.out.write_all(&self.filled_buf[at..at + len]);
+                self.filled_gone(len);
+                r
             }
             Filled::Spilled { at, len } => {
                 let end = at + len as u64;
                 if at < self.read_at || end > self.read_at + self.read_buf.len() as u64 {
                     // Read on from here: the next records are mostly next.
                     let file = self.filled_file.as_ref().expect("spilled records are in the file");
-                    let n = len.max(COPY_CHUNK).min((self.filled_file_len - at) as usize);
+                    let n = len.max(self.chunk).min((self.filled_file_len - at) as usize);
                     self.read_buf.resize(n, 0);
                     file.read_exact_at(&mut self.read_buf, at)?;
                     self.read_at = at;
@@ -237,19 +302,19 @@ impl<W: Write> Reorder<W> {
             self.filled_file = Some(spill_file()?);
         }
         let file = self.filled_file.as_ref().expect("just made");
-        let mut batch = Vec::with_capacity(self.filled_mem);
         let start = self.filled_file_len;
+        let mut out = Staged::new(file, start, &mut self.spill_buf, self.chunk);
         for h in self.holes.iter_mut() {
-            if let Some(Filled::Mem(bytes)) = &h.filled {
-                let at = start + batch.len() as u64;
-                batch.extend_from_slice(bytes);
-                h.filled = Some(Filled::Spilled { at, len: bytes.len() });
+            if let Some(Filled::Mem { at: from, len }) = h.filled {
+                h.filled = Some(Filled::Spilled { at: out.at(), len });
+                out.put(&self.filled_buf[from..from + len]);
             }
         }
-        file.write_all_at(&batch, start)?;
-        self.filled_file_len += batch.len() as u64;
-        self.spilled += batch.len() as u64;
-        self.filled_mem = 0;
+        let end = out.finish()?;
+        self.filled_file_len = end;
+        self.spilled += end - start;
+        let all = self.filled_mem;
+        self.filled_gone(all);
         Ok(())
     }
 
@@ -258,7 +323,8 @@ impl<W: Write> Reorder<W> {
         if self.head < self.mem_start {
             let upto = pos.min(self.mem_start);
             let file = self.spill.as_ref().expect("bytes before mem_start are in the spill file");
-            let mut buf = vec![0u8; COPY_CHUNK.min((upto - self.head) as usize)];
+            let buf = &mut self.copy_buf;
+            buf.resize(self.chunk.min((upto - self.head) as usize).max(buf.len()), 0);
             while self.head < upto {
                 let n = buf.len().min((upto - self.head) as usize);
                 file.read_exact_at(&mut buf[..n], self.head - self.spill_base)?;
@@ -301,20 +367,21 @@ impl<W: Write> Reorder<W> {
         // Bytes of `mem` already written (before `head`) are not kept.
         let skip = self.head.saturating_sub(self.mem_start) as usize;
         let start = self.mem_start + skip as u64;
-        let mut chunk = Vec::with_capacity(self.mem.len() - skip + self.filled_mem);
-        let (mem, mem_start) = (&self.mem, self.mem_start);
+        let file = self.spill.as_ref().expect("just made");
+        let mut out = Staged::new(file, start - self.spill_base, &mut self.spill_buf, self.chunk);
+        let (mem, mem_start, filled_buf) = (&self.mem, self.mem_start, &self.filled_buf);
         let (mut copied, mut inserted) = (skip, 0u64);
         self.holes.retain_mut(|h| {
             if h.pos < start {
                 return true;
             }
             let upto = (h.pos - mem_start) as usize;
-            chunk.extend_from_slice(&mem[copied..upto]);
+            out.put(&mem[copied..upto]);
             copied = upto;
-            match &h.filled {
-                Some(Filled::Mem(bytes)) => {
-                    chunk.extend_from_slice(bytes);
-                    inserted += bytes.len() as u64;
+            match h.filled {
+                Some(Filled::Mem { at, len }) => {
+                    out.put(&filled_buf[at..at + len]);
+                    inserted += len as u64;
                     false
                 }
                 _ => {
@@ -323,15 +390,15 @@ impl<W: Write> Reorder<W> {
                 }
             }
         });
-        chunk.extend_from_slice(&mem[copied..]);
-        self.filled_mem -= inserted as usize;
+        out.put(&mem[copied..]);
+        let written = out.finish();
+        let len = (mem.len() - skip) as u64 + inserted;
+        self.filled_gone(inserted as usize);
         self.filled_waiting -= inserted;
-        let file = self.spill.as_ref().expect("just made");
-        file.write_all_at(&chunk, start - self.spill_base)?;
-        self.spilled += chunk.len() as u64;
-        self.mem_start = start + chunk.len() as u64;
+        self.spilled += len;
+        self.mem_start = start + len;
         self.mem.clear();
-        Ok(())
+        written.map(|_| ())
     }
 
     /// Writes everything left. Holes still open (a held sample never
@@ -348,6 +415,61 @@ impl<W: Write> Reorder<W> {
         self.emit_to(self.tail())?;
         self.out.flush()?;
         Ok(open)
+    }
+}
+
+/// Bytes on their way to a spill file at a position, through a buffer of
+/// `chunk` bytes (records are small: a write each would be many).
+/// A write error is kept and returned by `finish`.
+struct Staged<'a> {
+    file: &'a File,
+    /// File position of the buffer's first byte.
+    at: u64,
+    buf: &'a mut Vec<u8>,
+    chunk: usize,
+    error: Option<io::Error>,
+}
+
+impl<'a> Staged<'a> {
+    fn new(file: &'a File, at: u64, buf: &'a mut Vec<u8>, chunk: usize) -> Staged<'a> {
+        buf.clear();
+        Staged { file, at, buf, chunk, error: None }
+    }
+
+    /// File position of the next byte put.
+    fn at(&self) -> u64 {
+        self.at + self.buf.len() as u64
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        if self.buf.len() + bytes.len() > self.chunk {
+            self.flush();
+        }
+        if bytes.len() > self.chunk {
+            if self.error.is_none() {
+                self.error = self.file.write_all_at(bytes, self.at).err();
+            }
+            self.at += bytes.len() as u64;
+        } else {
+            self.buf.extend_from_slice(bytes);
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.error.is_none() {
+            self.error = self.file.write_all_at(self.buf, self.at).err();
+        }
+        self.at += self.buf.len() as u64;
+        self.buf.clear();
+    }
+
+    /// Writes what is left; the file position after the last byte.
+    fn finish(mut self) -> io::Result<u64> {
+        self.flush();
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.at),
+        }
     }
 }
 
@@ -451,7 +573,7 @@ mod tests {
             r.fill(i, &[b'a' + (i % 26) as u8; 9]).unwrap();
             want.extend_from_slice(&[b'a' + (i % 26) as u8; 9]);
             want.push(b's');
-            assert!(r.mem.len() + r.filled_mem <= 1010, "{} in memory", r.mem.len() + r.filled_mem);
+            assert!(r.mem.len() + r.filled_buf.len() <= 1010, "{} in memory", r.mem.len() + r.filled_buf.len());
         }
         assert!(r.out.is_empty());
         assert!(r.spilled >= 45_000);
@@ -462,6 +584,34 @@ mod tests {
         assert_eq!(r.finish().unwrap(), 1);
         assert_eq!(r.out, want);
         assert_eq!(r.filled_waiting, 0);
+    }
+
+    /// Filled records written while later ones still wait leave their
+    /// bytes behind in memory: they are dropped past the limit, not
+    /// spilled, and the output is the records in their places.
+    #[test]
+    fn written_filled_records_are_dropped_from_memory() {
+        let mut r = Reorder::new(Vec::new(), 100);
+        let mut want = Vec::new();
+        // Open hole, filled hole, open hole, ...: filling an open one
+        // writes it and the filled one after it, up to the next open one.
+        r.hole(0);
+        r.hole(1);
+        r.fill(1, b"f0000000001").unwrap();
+        for i in 1..2000u64 {
+            let (open, filled) = (2 * i, 2 * i + 1);
+            r.hole(open);
+            r.hole(filled);
+            r.fill(filled, format!("f{filled:010}").as_bytes()).unwrap();
+            r.fill(open - 2, format!("o{:010}", open - 2).as_bytes()).unwrap();
+            want.extend(format!("o{:010}f{:010}", open - 2, open - 1).bytes());
+            assert!(r.filled_buf.len() <= 100 + 11, "{} bytes of filled records in memory", r.filled_buf.len());
+        }
+        r.fill(3998, b"o0000003998").unwrap();
+        want.extend(b"o0000003998f0000003999");
+        assert_eq!(r.finish().unwrap(), 0);
+        assert_eq!(String::from_utf8_lossy(&r.out), String::from_utf8_lossy(&want));
+        assert_eq!(r.spilled, 0);
     }
 
     #[test]

@@ -34,10 +34,10 @@ pub enum Stitched {
 }
 
 /// The record to write for a sample the session held for its deferred
-/// callchain (`ev.held` is set), into `out` (cleared first), and what
-/// became of it. `None` when the record is not what the session says it
-/// is (no callchain, or one that does not lie in the record): it is
-/// written as it was.
+/// callchain (`ev.held` is set), appended to `out`, and what became of
+/// it. `None` (and nothing appended) when the record is not what the
+/// session says it is (no callchain, or one that does not lie in the
+/// record): it is written as it was.
 pub fn held_sample(ev: &SampleEvent<'_>, endian: Endian, out: &mut Vec<u8>) -> Option<Stitched> {
     let recorded = ev.sample.callchain?;
     let n = recorded.len();
@@ -55,24 +55,28 @@ pub fn held_sample(ev: &SampleEvent<'_>, endian: Endian, out: &mut Vec<u8>) -> O
     let mut how = if merged.is_some() { Stitched::Merged } else { Stitched::KernelOnly };
     let mut len = merged.map_or(n - 2, <[u64]>::len);
     // A record's size is 16 bits: cut the user part to fit.
-    let room = (u16::MAX as usize & !7).checked_sub(bytes.len() - (end - start) + 8)? / 8;
+    let rest = bytes.len() - (end - start) + 8;
+    let room = (u16::MAX as usize & !7).checked_sub(rest)? / 8;
     if len > room {
         len = room.max(n - 1);
         how = Stitched::Truncated;
     }
-    out.clear();
-    out.extend_from_slice(&bytes[..start]);
+    let size = u16::try_from(rest + len * 8).ok()?;
     let p = Put(endian);
+    out.reserve(size as usize);
+    let at = out.len();
+    out.extend_from_slice(&bytes[..start]);
+    p.set_u16(out, at + HEADER_SIZE - 2, size);
     p.u64(out, len as u64);
     match merged {
-        Some(m) => m[..len].iter().enumerate().for_each(|(i, &e)| p.u64(out, if i == n - 2 { context::USER } else { e })),
+        Some(m) => {
+            p.u64s(out, &m[..n - 2]);
+            p.u64(out, context::USER);
+            p.u64s(out, &m[n - 1..len.max(n - 1)]);
+        }
         None => recorded.iter().take(len).for_each(|e| p.u64(out, e)),
     }
     out.extend_from_slice(&bytes[end..]);
-    let size = u16::try_from(out.len()).ok()?;
-    let mut size_bytes = Vec::with_capacity(2);
-    p.u16(&mut size_bytes, size);
-    out[HEADER_SIZE - 2..HEADER_SIZE].copy_from_slice(&size_bytes);
     Some(how)
 }
 

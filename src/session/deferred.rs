@@ -13,8 +13,9 @@
 //! its own thread's samples; each is a compact copy of the record, freed on
 //! delivery.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
+use crate::fasthash::FastMap;
 use crate::machine::Comm;
 
 /// A held sample: the record's bytes and what perf would not know any more
@@ -50,7 +51,7 @@ pub struct StitchStats {
 
 #[derive(Debug, Default)]
 pub struct Stitcher {
-    by_tid: HashMap<i32, VecDeque<HeldSample>>,
+    by_tid: FastMap<i32, VecDeque<HeldSample>>,
     next_seq: u64,
     held_now: u64,
     held_bytes: usize,

@@ -29,33 +29,60 @@ use super::record::{HEADER_SIZE, kind};
 pub struct Put(pub Endian);
 
 impl Put {
+    #[inline]
+    fn b16(self, v: u16) -> [u8; 2] {
+        match self.0 {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+    #[inline]
+    fn b32(self, v: u32) -> [u8; 4] {
+        match self.0 {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+    #[inline]
+    fn b64(self, v: u64) -> [u8; 8] {
+        match self.0 {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+    #[inline]
     pub fn u16(self, out: &mut Vec<u8>, v: u16) {
-        out.extend_from_slice(&match self.0 {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        });
+        out.extend_from_slice(&self.b16(v));
     }
+    #[inline]
     pub fn u32(self, out: &mut Vec<u8>, v: u32) {
-        out.extend_from_slice(&match self.0 {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        });
+        out.extend_from_slice(&self.b32(v));
     }
+    #[inline]
     pub fn u64(self, out: &mut Vec<u8>, v: u64) {
-        out.extend_from_slice(&match self.0 {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        });
+        out.extend_from_slice(&self.b64(v));
+    }
+    /// Appends each of `vs`, into room made at once.
+    #[inline]
+    pub fn u64s(self, out: &mut Vec<u8>, vs: &[u64]) {
+        let start = out.len();
+        out.resize(start + vs.len() * 8, 0);
+        for (to, &v) in out[start..].chunks_exact_mut(8).zip(vs) {
+            to.copy_from_slice(&self.b64(v));
+        }
+    }
+    /// Overwrites a `u16` at `off`.
+    #[inline]
+    pub fn set_u16(self, out: &mut [u8], off: usize, v: u16) {
+        out[off..off + 2].copy_from_slice(&self.b16(v));
     }
     /// Overwrites a `u64` at `off`.
+    #[inline]
     pub fn set_u64(self, out: &mut [u8], off: usize, v: u64) {
-        let b = match self.0 {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        };
-        out[off..off + 8].copy_from_slice(&b);
+        out[off..off + 8].copy_from_slice(&self.b64(v));
     }
     /// A record header.
+    #[inline]
     pub fn header(self, out: &mut Vec<u8>, type_: u32, misc: u16, size: u16) {
         self.u32(out, type_);
         self.u16(out, misc);
