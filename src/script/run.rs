@@ -453,14 +453,14 @@ pub(crate) fn session_messages(
             st.nr_lost_records
         ));
     }
+    if let Some(w) = lost_samples_warning(st.by_type.count(perf_data::record::kind::SAMPLE), st.lost_samples) {
+        messages.push(w);
+    }
     // perf_session__warn_order: not for backward ring buffers, whose
     // records come out of order by design.
     let backward = session.evlist.evsels.iter().any(|e| e.attr.has(perf_data::attr::flag::WRITE_BACKWARD));
     if st.nr_unordered > 0 && !backward {
         messages.push(format!("Warning:\n{} out of order events recorded.", st.nr_unordered));
-    }
-    if st.lost_samples > 0 {
-        messages.push(format!("pstitch: {name}: warning: {} samples were lost (PERF_RECORD_LOST_SAMPLES)", st.lost_samples));
     }
     let m = &session.machine;
     if m.forks_without_maps > 0 {
@@ -478,6 +478,15 @@ pub(crate) fn session_messages(
     if let Some(m) = unwind_message(&session.unwind_stats()) {
         messages.push(format!("pstitch: {name}: warning: {m}"));
     }
+}
+
+/// perf's warning about PERF_RECORD_LOST_SAMPLES (perf_session__warn_about_errors):
+/// given when more than 5% of the samples (those read and those the records
+/// say were lost) were lost; perf says nothing below that.
+fn lost_samples_warning(samples: u64, lost: u64) -> Option<String> {
+    let all = samples.saturating_add(lost);
+    let rate = lost as f64 / all as f64;
+    (lost > 0 && rate > 0.05).then(|| format!("Warning:\nProcessed {all} samples and lost {:3.2}%!\n", rate * 100.0))
 }
 
 /// What pstitch says about `--call-graph dwarf` samples it could not
@@ -596,5 +605,17 @@ fn time_filter(t: &str, input: &Input, features: &Features, opts: &mut SessionOp
             messages.push(e);
             Err(Outcome::Invalid)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_samples_are_warned_about_past_five_percent_as_perf_does() {
+        assert_eq!(lost_samples_warning(444, 100).as_deref(), Some("Warning:\nProcessed 544 samples and lost 18.38%!\n"));
+        assert_eq!(lost_samples_warning(950, 50), None);
+        assert_eq!(lost_samples_warning(0, 0), None);
     }
 }

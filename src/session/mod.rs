@@ -85,6 +85,11 @@ impl TypeCounts {
         }
     }
 
+    /// How many records of type `t` were read.
+    pub fn count(&self, t: u32) -> u64 {
+        self.known.get(t as usize).copied().unwrap_or_else(|| self.others.get(&t).copied().unwrap_or(0))
+    }
+
     /// The types seen and their counts, by type.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         let known = self.known.iter().enumerate().filter(|(_, n)| **n != 0).map(|(t, n)| (t as u32, *n));
