@@ -154,13 +154,9 @@ impl Gecko {
             w.end_object()?;
         }
         w.end_array()?;
-        w.key("markerSchema")?;
-        w.begin_array()?;
-        w.end_array()?;
+        w.key_empty_array("markerSchema")?;
         w.end_object()?;
-        w.key("libs")?;
-        w.begin_array()?;
-        w.end_array()?;
+        w.key_empty_array("libs")?;
         w.key("threads")?;
         w.begin_array()?;
         for t in &self.threads {
@@ -168,9 +164,7 @@ impl Gecko {
         }
         w.end_array()?;
         for k in ["processes", "pausedRanges"] {
-            w.key(k)?;
-            w.begin_array()?;
-            w.end_array()?;
+            w.key_empty_array(k)?;
         }
         w.end_object()?;
         w.into_inner().flush()
@@ -192,9 +186,7 @@ impl Gecko {
         w.key("markers")?;
         w.begin_object()?;
         schema(w, &["name", "startTime", "endTime", "phase", "category", "data"])?;
-        w.key("data")?;
-        w.begin_array()?;
-        w.end_array()?;
+        w.key_empty_array("data")?;
         w.end_object()?;
 
         w.key("samples")?;

@@ -126,6 +126,13 @@ impl<W: Write> JsonWriter<W> {
         self.key(k)?;
         self.int(v)
     }
+
+    /// `"key": []`.
+    pub fn key_empty_array(&mut self, k: &str) -> io::Result<()> {
+        self.key(k)?;
+        self.begin_array()?;
+        self.end_array()
+    }
 }
 
 /// A string as `json.dumps` writes it with `ensure_ascii`.
