@@ -25,15 +25,10 @@ pub fn print(out: &mut Vec<u8>, regs: &Regs<'_>, x86: bool) {
     out.extend_from_slice(b" ABI:");
     format::uint(out, regs.abi, 0);
     out.push(b' ');
-    let mut bits = regs.mask;
-    let mut values = regs.values.iter();
-    while bits != 0 {
-        let r = bits.trailing_zeros();
-        bits &= bits - 1;
-        let name = name(r, x86);
-        format::pad_left(out, name.as_bytes(), 5);
+    for (r, value) in regs.iter() {
+        format::pad_left(out, name(r, x86).as_bytes(), 5);
         out.extend_from_slice(b":0x");
-        format::hex(out, values.next().unwrap_or(0), 0);
+        format::hex(out, value, 0);
         out.push(b' ');
     }
 }

@@ -154,13 +154,10 @@ impl RegFile {
     pub(crate) fn initial(arch: Arch, regs: &Regs<'_>) -> RegFile {
         let mut f = RegFile::empty(arch.frame_nregs());
         let mut max = 0;
-        let mut bits = regs.mask;
-        while bits != 0 {
-            let perf_reg = bits.trailing_zeros();
-            bits &= bits - 1;
+        for (perf_reg, value) in regs.iter() {
             if let Some(d) = arch.dwarf_for_perf(perf_reg) {
                 max = max.max(d);
-                f.vals[d] = regs.get(perf_reg).unwrap_or(0);
+                f.vals[d] = value;
             }
         }
         for d in 0..=max.min(f.nregs - 1) {

@@ -98,6 +98,17 @@ impl Regs<'_> {
         }
         self.values.get((self.mask & ((1u64 << id) - 1)).count_ones() as usize)
     }
+
+    /// Every register of the mask with its value, lowest id first (0 for
+    /// a value the record does not hold).
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let mut bits = self.mask;
+        (0..).map_while(move |i| {
+            let id = (bits != 0).then(|| bits.trailing_zeros())?;
+            bits &= bits - 1;
+            Some((id, self.values.get(i).unwrap_or(0)))
+        })
+    }
 }
 
 /// The counters of PERF_SAMPLE_READ (layout by the attr's `read_format`):
@@ -539,6 +550,7 @@ mod tests {
         let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
         let r = s.user_regs.unwrap();
         assert_eq!((r.abi, r.mask, r.get(0), r.get(2), r.get(8), r.get(1), r.get(64)), (2, 0b1_0000_0101, Some(10), Some(20), Some(30), None, None));
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(0, 10), (2, 20), (8, 30)]);
         assert_eq!(s.user_stack, Some(&(0u8..12).collect::<Vec<_>>()[..]));
         assert_eq!(s.period, 77);
         // ABI 0 (a kernel thread): no values; size 0: no dyn_size word.
