@@ -42,10 +42,11 @@ impl Script {
         let (t, size) = (rec.header.type_, rec.header.size);
         // perf counts a pipe's offsets from the end of its 16-byte header.
         let offset = if cx.pipe { ev.offset.saturating_sub(PIPE_HEADER_SIZE) } else { ev.offset };
-        if t == kind::HEADER_FEATURE && self.dump_features.is_none() {
+        if matches!(t, kind::HEADER_ATTR | kind::HEADER_FEATURE) && self.dump_features.is_none() {
             // As with `-I`: full_only features are printed whole.
             self.dump_features = Some(super::header::FeatureStream::new(true, super::header::Pmus::system()));
         }
+        let x86 = t == kind::SAMPLE && self.is_x86(cx.features);
         let out = &mut self.buf;
         out.push(b'\n');
         format::hex_alt(out, offset);
@@ -75,7 +76,6 @@ impl Script {
                 if let (Some(s), Some(evsel)) = (ev.sample, ev.evsel) {
                     let attr = &cx.evlist.evsels[evsel].attr;
                     out.extend_from_slice(b"PERF_RECORD_SAMPLE");
-                    let x86 = super::regs::is_x86(cx.features.string(perf_data::features::feat::ARCH).as_deref());
                     sample(out, rec, s, attr.sample_type, x86);
                 }
             }
@@ -118,8 +118,8 @@ impl Script {
             kind::HEADER_TRACING_DATA => out.extend_from_slice(b"PERF_RECORD_TRACING_DATA"),
             kind::HEADER_ATTR => {
                 out.extend_from_slice(b"PERF_RECORD_ATTR");
-                if let Some(attr) = perf_data::attr::Attr::parse(b, e) {
-                    super::header::attr_fprintf(out, &attr, &super::header::Pmus::system());
+                if let (Some(attr), Some(stream)) = (perf_data::attr::Attr::parse(b, e), self.dump_features.as_ref()) {
+                    super::header::attr_fprintf(out, &attr, stream.pmus());
                 }
             }
             kind::HEADER_FEATURE => {
@@ -219,10 +219,7 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
         {
             let abi = ["none", "32-bit", "64-bit"].get(r.abi as usize).copied().unwrap_or("unknown");
             format::text(out, format_args!("... {kind} regs: mask {:#x} ABI {abi}\n", r.mask));
-            let mut bits = r.mask;
-            for v in r.values.iter() {
-                let id = bits.trailing_zeros();
-                bits &= bits.wrapping_sub(1);
+            for (id, v) in r.iter() {
                 format::text(out, format_args!(".... {:<5} 0x{v:016x}\n", super::regs::name(id, x86)));
             }
         }

@@ -213,16 +213,18 @@ pub(crate) struct Script {
     pub warnings: Vec<String>,
     /// What perf itself says on stderr, word for word (`-d`).
     pub said: Vec<String>,
-    /// `-D` on a pipe: its FEATURE records, printed as they come.
+    /// `-D` on a pipe: its FEATURE records, printed as they come (and the
+    /// PMU names its ATTR records print).
     dump_features: Option<header::FeatureStream>,
     /// The longest `data_src` text printed so far (perf pads to it).
     data_src_width: usize,
     /// HEADER_CLOCK_DATA (for `tod`), once known: in file mode from the
     /// start, in pipe mode from its FEATURE record (before the samples).
     clock: Option<perf_data::env::ClockData>,
-    /// `tod`'s last second and its `%Y-%m-%d %H:%M:%S` (local time), so
+    /// `tod`'s last second and its `%Y-%m-%d %H:%M:%S` (local time; `None`
+    /// where libc could not convert it), so
     /// that libc's localtime runs once per second of samples, not per sample.
-    tod_second: Option<(i64, Vec<u8>)>,
+    tod_second: Option<(i64, Option<Vec<u8>>)>,
     /// The recording is of x86 (register names for `iregs`/`uregs`); known
     /// at the first sample (in pipe mode the features come before it).
     x86: Option<bool>,
@@ -663,6 +665,11 @@ impl Script {
         }
     }
 
+    /// Whether the recording is of x86 (HEADER_ARCH), found once.
+    fn is_x86(&mut self, features: &perf_data::features::Features) -> bool {
+        *self.x86.get_or_insert_with(|| regs::is_x86(features.string(perf_data::features::feat::ARCH).as_deref()))
+    }
+
     /// perf's `tod_scnprintf`: the sample's time as wall-clock time (local
     /// time, microseconds or with `--ns` nanoseconds), from HEADER_CLOCK_DATA's
     /// pair of the same instant on both clocks; `disabled` without it.
@@ -680,18 +687,20 @@ impl Script {
         let sec = (tod_ns / 1_000_000_000) as i64;
         let nsec = tod_ns % 1_000_000_000;
         if self.tod_second.as_ref().is_none_or(|(s, _)| *s != sec) {
-            let date = header::date_time(sec).map(String::into_bytes);
-            self.tod_second = Some((sec, date.unwrap_or_else(|| b"failed".to_vec())));
+            self.tod_second = Some((sec, header::date_time(sec).map(String::into_bytes)));
         }
-        let date = self.tod_second.as_ref().map_or(&b"failed"[..], |(_, d)| d);
-        self.buf.extend_from_slice(date);
-        if date != b"failed" {
-            self.buf.push(b'.');
-            if self.opts.nanosecs {
-                format::uint_zero(&mut self.buf, nsec, 9);
-            } else {
-                format::uint_zero(&mut self.buf, nsec / 1000, 6);
+        match self.tod_second.as_ref().and_then(|(_, d)| d.as_ref()) {
+            Some(date) => {
+                self.buf.extend_from_slice(date);
+                self.buf.push(b'.');
+                if self.opts.nanosecs {
+                    format::uint_zero(&mut self.buf, nsec, 9);
+                } else {
+                    format::uint_zero(&mut self.buf, nsec / 1000, 6);
+                }
             }
+            // localtime_r failed.
+            None => self.buf.extend_from_slice(b"failed"),
         }
         self.buf.push(b' ');
     }
@@ -847,9 +856,7 @@ impl Tool for Script {
 
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
-        if self.x86.is_none() {
-            self.x86 = Some(regs::is_x86(cx.features.string(perf_data::features::feat::ARCH).as_deref()));
-        }
+        self.is_x86(cx.features);
         match self.opts.per_event {
             PerEvent::All => {}
             PerEvent::Samples(i) if i == ev.evsel => {}

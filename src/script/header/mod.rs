@@ -638,6 +638,11 @@ impl FeatureStream {
         FeatureStream { env: Env::default(), full, pmus }
     }
 
+    /// The PMUs type numbers are named by.
+    pub fn pmus(&self) -> &Pmus {
+        &self.pmus
+    }
+
     /// Processes feature `bit` and appends what perf prints for it. A
     /// feature perf rejects prints nothing; the error is returned.
     pub fn feature(&mut self, out: &mut Vec<u8>, bit: u64, payload: &[u8], endian: Endian, evlist: &Evlist) -> std::result::Result<(), String> {
