@@ -352,7 +352,6 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// Skips a record with a warning (said once per kind, counted).
     /// Keeps a message perf prints while reading, in its words; past
     /// [`MAX_PERF_SAYS`] of them only counts it (hostile input must not
     /// make stderr or memory grow without bound).
@@ -364,6 +363,7 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Skips a record with a warning (said once per kind, counted).
     fn skip(&mut self, key: String, msg: impl FnOnce() -> String) {
         self.stats.nr_skipped += 1;
         self.warnings.warn(key, msg);
