@@ -144,10 +144,7 @@ fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: 
             if let Some(td) = features.get(feat::TRACING_DATA) {
                 let _ = script.load_tracing_data(td, false);
             }
-            if let Some(clock) = features.get(feat::CLOCK_DATA) {
-                script.set_clock_data(clock, features.endian(), &evlist);
-            }
-            if let Err(e) = script.check_output(&evlist) {
+            if let Err(e) = script.check_output(&evlist, &features) {
                 messages.push(e.0);
                 return (Report::stop(Outcome::Failed, messages), Vec::new());
             }

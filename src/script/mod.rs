@@ -373,8 +373,12 @@ impl Script {
     }
 
     /// perf's `perf_session__check_output_opt`, for file mode: check each
-    /// output type's fields against its first (non-dummy) event.
-    pub fn check_output(&mut self, evlist: &Evlist) -> std::result::Result<(), fields::FieldError> {
+    /// output type's fields against its first (non-dummy) event; takes in
+    /// HEADER_CLOCK_DATA (for `tod`) from `features` first.
+    pub fn check_output(&mut self, evlist: &Evlist, features: &perf_data::features::Features) -> std::result::Result<(), fields::FieldError> {
+        if let Some(clock) = features.get(perf_data::features::feat::CLOCK_DATA) {
+            self.set_clock_data(clock, features.endian(), evlist);
+        }
         let has_clock_data = self.clock.is_some();
         self.opts.fields.combined_branch_type = evlist.evsels.iter().fold(0, |b, e| b | e.attr.branch_sample_type);
         for ty in 0..fields::NR_TYPES {
@@ -707,7 +711,7 @@ impl Script {
 
     /// HEADER_CLOCK_DATA's payload (perf's `process_clock_data`; a version
     /// other than 1 leaves `tod` disabled).
-    pub fn set_clock_data(&mut self, payload: &[u8], endian: perf_data::bytes::Endian, evlist: &Evlist) {
+    fn set_clock_data(&mut self, payload: &[u8], endian: perf_data::bytes::Endian, evlist: &Evlist) {
         let mut env = perf_data::env::Env::default();
         if env.process(perf_data::features::feat::CLOCK_DATA, payload, endian, evlist).is_ok() {
             self.clock = env.clock;

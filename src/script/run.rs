@@ -301,10 +301,7 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
             messages.push(e);
             return Report::stop(Outcome::Failed, messages);
         }
-        if let Some(clock) = features.get(feat::CLOCK_DATA) {
-            script.set_clock_data(clock, features.endian(), &evlist);
-        }
-        if let Err(e) = script.check_output(&evlist) {
+        if let Err(e) = script.check_output(&evlist, &features) {
             messages.push(e.0);
             return Report::stop(Outcome::Failed, messages);
         }
