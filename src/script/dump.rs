@@ -113,8 +113,8 @@ impl Script {
             }
             // A pipe's header records: perf's handlers print the attr and
             // the feature (as `--header` would) on the same line, with no
-            // newline of their own; a feature perf rejects prints nothing.
-            // perf's handler prints no more than the name.
+            // newline of their own; a feature perf rejects prints nothing,
+            // and tracing data no more than its name.
             kind::HEADER_TRACING_DATA => out.extend_from_slice(b"PERF_RECORD_TRACING_DATA"),
             kind::HEADER_ATTR => {
                 out.extend_from_slice(b"PERF_RECORD_ATTR");
@@ -226,7 +226,8 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
     }
     if let Some(stack) = s.user_stack {
         // dyn_size, and the size word's place in the record.
-        format::text(out, format_args!("... ustack: size {}, offset {:#x}\n", stack.len(), s.user_stack_at + 8));
+        let at = s.user_stack_at + perf_data::record::HEADER_SIZE;
+        format::text(out, format_args!("... ustack: size {}, offset {at:#x}\n", stack.len()));
     }
     if sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0 {
         format::text(out, format_args!("... weight: {}\n", s.weight));
