@@ -151,10 +151,11 @@ impl Script {
             self.out.load(self.buf.len(), map.dso, LoadRequest::of(dso));
             return;
         }
-        // The reading side keeps a copy of the kernel's symbols when it
-        // resolves kernel addresses itself: tracepoint text (`%pS`) and
-        // `--stop-bt`.
-        let keep = (self.trace_resolver || !self.symbolizer.config.bt_stop.is_empty()) && dso.kind == crate::machine::DsoKind::Kernel;
+        // The reading side keeps a copy of these symbols (the kernel's,
+        // modules', KSYMBOL text) when it resolves kernel addresses
+        // itself: tracepoint text (`%pS`), `--stop-bt` and the `-S`
+        // filter, which looks at every sample's ip.
+        let keep = self.trace_resolver || !self.symbolizer.config.bt_stop.is_empty() || self.opts.symbols.is_some();
         let shipped = self.symbolizer.ship(&machine.dsos, map.dso, Some(map), keep);
         self.out.other(self.buf.len(), Other::Loaded(map.dso, Box::new(shipped)));
     }
