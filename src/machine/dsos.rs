@@ -24,6 +24,10 @@ pub enum DsoKind {
     NoDso,
     /// Other bracketed pseudo-files (`[vsyscall]`, `[uprobes]`, ...).
     Pseudo,
+    /// Kernel text announced by a KSYMBOL record (a JIT-compiled BPF
+    /// program, a trampoline): no file holds it; its one symbol, named
+    /// like the DSO, covers the record's length from the map's start.
+    Ksymbol,
 }
 
 /// Classifies a mapping's file name as perf does.
@@ -51,6 +55,8 @@ pub struct Dso {
     /// The kernel's relocation reference symbol (`_text` at the address the
     /// kernel MMAP record gives as pgoff), used to shift kallsyms addresses.
     pub ref_reloc: Option<(Rc<str>, u64)>,
+    /// [`DsoKind::Ksymbol`]: the length of its symbol.
+    pub ksym_len: u64,
 }
 
 #[derive(Debug, Default)]
@@ -70,6 +76,7 @@ pub struct DsoUpdate {
     pub kind: DsoKind,
     pub build_id: Option<Vec<u8>>,
     pub ref_reloc: Option<(String, u64)>,
+    pub ksym_len: u64,
 }
 
 impl Dsos {
@@ -77,12 +84,28 @@ impl Dsos {
         if let Some(&id) = self.by_name.get(name) {
             return id;
         }
+        self.push(name, kind, 0)
+    }
+
+    /// A new entry; the name finds it unless an older entry has the name.
+    fn push(&mut self, name: &str, kind: DsoKind, ksym_len: u64) -> DsoId {
         let id = self.list.len() as DsoId;
         let name: Rc<str> = name.into();
-        self.list.push(Dso { name: name.clone(), kind, build_id: None, ref_reloc: None });
-        self.by_name.insert(name, id);
+        self.list.push(Dso { name: name.clone(), kind, build_id: None, ref_reloc: None, ksym_len });
+        self.by_name.entry(name).or_insert(id);
         self.journal.push(id);
         id
+    }
+
+    /// The DSO of a KSYMBOL record's symbol. perf makes a new one for
+    /// every record that maps new text (`machine__process_ksymbol_register`);
+    /// here one of the same name and length is shared, which prints the
+    /// same.
+    pub(crate) fn ksymbol(&mut self, name: &str, len: u64) -> DsoId {
+        match self.by_name.get(name).map(|&id| (id, &self.list[id as usize])) {
+            Some((id, d)) if d.kind == DsoKind::Ksymbol && d.ksym_len == len => id,
+            _ => self.push(name, DsoKind::Ksymbol, len),
+        }
     }
 
     /// How many additions and changes the table has seen: a copy that has
@@ -107,6 +130,7 @@ impl Dsos {
                     kind: d.kind,
                     build_id: d.build_id.clone(),
                     ref_reloc: d.ref_reloc.as_ref().map(|(n, a)| (n.to_string(), *a)),
+                    ksym_len: d.ksym_len,
                 }
             })
             .collect()
@@ -115,7 +139,7 @@ impl Dsos {
     /// Applies an update taken from another table (entries arrive in id
     /// order, so a new one is always the next id).
     pub(crate) fn apply(&mut self, u: DsoUpdate) {
-        let id = if (u.id as usize) < self.list.len() { u.id } else { self.findnew(&u.name, u.kind) };
+        let id = if (u.id as usize) < self.list.len() { u.id } else { self.push(&u.name, u.kind, u.ksym_len) };
         let d = &mut self.list[id as usize];
         d.build_id = u.build_id;
         d.ref_reloc = u.ref_reloc.map(|(n, a)| (n.into(), a));

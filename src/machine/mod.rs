@@ -16,7 +16,7 @@ use std::rc::Rc;
 pub use dsos::{Dso, DsoKind, Dsos};
 pub use maps::{DsoId, Map, MapKind, Maps};
 
-use perf_data::record::{CommRecord, MmapRecord, TaskRecord, misc};
+use perf_data::record::{CommRecord, KsymbolRecord, MmapRecord, TaskRecord, misc};
 
 /// The kernel image's DSO (perf's `[kernel.kallsyms]`); its MMAP names
 /// it with the reference symbol appended.
@@ -354,6 +354,39 @@ impl Machine {
         self.kernel_maps.insert(Map { start: m.start, end, pgoff, dso, kind: map_kind, prot: PROT_EXEC, flags: 0 });
     }
 
+    /// A KSYMBOL record (perf's `machine__process_ksymbol`). Registering
+    /// text no kernel map holds yet gives it a map of its own, `len`
+    /// bytes from `addr`, whose DSO has one symbol of that length named
+    /// like the record (`bpf_prog_<tag>_<name>+0x1e
+    /// (bpf_prog_<tag>_<name>)`). Unregistering removes the map holding
+    /// `addr` unless it is the kernel's own. Records of length 0 (BPF
+    /// programs not JIT-compiled: no sample can land in them) change
+    /// nothing.
+    ///
+    /// When registered text falls in a map that exists already, perf adds
+    /// the symbol to that map's DSO at the map's start (not at `addr`):
+    /// that is not followed; the map keeps what it had.
+    pub(crate) fn process_ksymbol(&mut self, k: &KsymbolRecord<'_>) {
+        if k.len == 0 {
+            return;
+        }
+        let found = self.kernel_maps.find(k.addr).copied();
+        if k.flags & KsymbolRecord::FLAG_UNREGISTER != 0 {
+            if let Some(m) = found.filter(|m| self.dsos.get(m.dso).kind != DsoKind::Kernel) {
+                self.epoch += 1;
+                self.kernel_maps.remove(m.start);
+            }
+            return;
+        }
+        if found.is_some() {
+            return;
+        }
+        self.epoch += 1;
+        let dso = self.dsos.ksymbol(&String::from_utf8_lossy(k.name), k.len.into());
+        let end = k.addr.saturating_add(k.len.into());
+        self.kernel_maps.insert(Map { start: k.addr, end, pgoff: 0, dso, kind: MapKind::Dso, prot: PROT_EXEC, flags: 0 });
+    }
+
     /// True until the kernel map of `dso` was loaded (see
     /// [`Machine::fixup_kernel_map`]).
     pub(crate) fn kernel_map_unloaded(&self, map: &Map) -> bool {
@@ -536,5 +569,42 @@ mod tests {
         m.process_mmap(&mm2, perf_data::record::kind::MMAP2, misc::USER);
         assert!(m.find_map(20, CpuMode::User, 0x1800).is_some());
         assert!(m.find_map(20, CpuMode::User, 0x5800).is_none());
+    }
+
+    /// KSYMBOL text gets a map of its own unless a map holds it already;
+    /// unregistering removes such a map, never the kernel's.
+    #[test]
+    fn ksymbols_map_and_unmap() {
+        let mut m = Machine::new();
+        let kernel = MmapRecord { pid: -1, tid: 0, start: 0xffff_0000, len: 0x1000, pgoff: 0xffff_0000, prot: 5, flags: 0, build_id: None, filename: b"[kernel.kallsyms]_text" };
+        m.process_mmap(&kernel, perf_data::record::kind::MMAP, misc::KERNEL);
+        let reg = |addr, len, flags| KsymbolRecord { addr, len, ksym_type: 1, flags, name: b"bpf_prog_1_f" };
+        let dso_at = |m: &Machine, addr| m.find_map(0, CpuMode::Kernel, addr).map(|map| (m.dsos.get(map.dso).kind, map.map_ip(addr)));
+        m.process_ksymbol(&reg(0x1_0000_0000, 0x40, 0));
+        assert_eq!(dso_at(&m, 0x1_0000_003f), Some((DsoKind::Ksymbol, 0x3f)));
+        assert_eq!(dso_at(&m, 0x1_0000_0040), None);
+        // Zero length (not JIT-compiled), or inside the kernel's map: no map.
+        m.process_ksymbol(&reg(0x2_0000_0000, 0, 0));
+        assert_eq!(dso_at(&m, 0x2_0000_0000), None);
+        m.process_ksymbol(&reg(0xffff_0010, 0x10, 0));
+        assert_eq!(dso_at(&m, 0xffff_0010).map(|d| d.0), Some(DsoKind::Kernel));
+        // Unregistering: the KSYMBOL map goes, the kernel's stays.
+        let epoch = m.epoch();
+        m.process_ksymbol(&reg(0x1_0000_0010, 0x40, KsymbolRecord::FLAG_UNREGISTER));
+        assert_eq!(dso_at(&m, 0x1_0000_0000), None);
+        assert_ne!(m.epoch(), epoch);
+        m.process_ksymbol(&reg(0xffff_0010, 0x10, KsymbolRecord::FLAG_UNREGISTER));
+        assert_eq!(dso_at(&m, 0xffff_0010).map(|d| d.0), Some(DsoKind::Kernel));
+        // The same text again shares its DSO; another length gets another.
+        m.process_ksymbol(&reg(0x1_0000_0000, 0x40, 0));
+        let first = m.find_map(0, CpuMode::Kernel, 0x1_0000_0000).unwrap().dso;
+        m.process_ksymbol(&reg(0x1_0000_0000, 0x40, KsymbolRecord::FLAG_UNREGISTER));
+        m.process_ksymbol(&reg(0x1_0000_0000, 0x40, 0));
+        assert_eq!(m.find_map(0, CpuMode::Kernel, 0x1_0000_0000).unwrap().dso, first);
+        m.process_ksymbol(&reg(0x1_0000_0000, 0x40, KsymbolRecord::FLAG_UNREGISTER));
+        m.process_ksymbol(&reg(0x1_0000_0000, 0x80, 0));
+        let other = m.find_map(0, CpuMode::Kernel, 0x1_0000_0000).unwrap().dso;
+        assert_ne!(other, first);
+        assert_eq!(m.dsos.get(other).ksym_len, 0x80);
     }
 }

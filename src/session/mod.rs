@@ -34,7 +34,7 @@ use perf_data::compressed::{self, Decompressor};
 use perf_data::error::Warnings;
 use perf_data::evlist::{Evlist, Evsel, ids_after_attr};
 use perf_data::features::{Features, feat};
-use perf_data::record::{self, CommRecord, DeferredCallchainRecord, HEADER_SIZE, LostRecord, MmapRecord, Record, RecordHeader, TaskRecord, kind};
+use perf_data::record::{self, CommRecord, DeferredCallchainRecord, HEADER_SIZE, KsymbolRecord, LostRecord, MmapRecord, Record, RecordHeader, TaskRecord, kind};
 use perf_data::sample::{Sample, SampleId, context};
 use perf_data::{RawRecord, RecordSource};
 
@@ -640,6 +640,11 @@ impl<'a> Session<'a> {
                 let id = record.endian.read_u64(body, 0).ok_or_else(|| bad("CGROUP"))?;
                 let path = body.get(8..body.len().saturating_sub(trailer)).unwrap_or(&[]);
                 self.machine.process_cgroup(id, perf_data::bytes::until_nul(path));
+                SideBand::Other
+            }
+            kind::KSYMBOL => {
+                let k = KsymbolRecord::parse(&record, trailer).ok_or_else(|| bad("KSYMBOL"))?;
+                self.machine.process_ksymbol(&k);
                 SideBand::Other
             }
             kind::LOST_SAMPLES => {

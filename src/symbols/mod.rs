@@ -513,6 +513,12 @@ impl Symbolizer {
                     Loaded::default()
                 }
             }
+            DsoKind::Ksymbol => {
+                kernel = true;
+                let mut l = Loaded::default();
+                l.syms.insert_all(vec![symtab::Sym::new(0, dso.ksym_len, elf::STB_GLOBAL, elf::STT_FUNC, (*long_name).into())]);
+                l
+            }
             // Loaded by `load_file` above.
             DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo => Loaded::default(),
         };
@@ -574,10 +580,11 @@ impl Symbolizer {
     }
 
     /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
-    /// from kallsyms or a perf map (`-F dsoff` prints no offset for them).
+    /// from kallsyms, a perf map or a KSYMBOL record (`-F dsoff` prints no
+    /// offset for them).
     pub(crate) fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
-        let from_text = st.kind == DsoKind::Kernel || is_perf_pid_map_name(&st.long_name);
+        let from_text = matches!(st.kind, DsoKind::Kernel | DsoKind::Ksymbol) || is_perf_pid_map_name(&st.long_name);
         !from_text || st.loaded.syms.is_empty()
     }
 
