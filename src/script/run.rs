@@ -358,8 +358,15 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
         messages.push(format!("pstitch: writing output: {e}"));
         outcome = Outcome::Failed;
     } else if let Err(e) = result {
-        messages.push(format!("pstitch: {name}: {e}"));
-        outcome = Outcome::Failed;
+        // Options that do not fit an event announced in a pipe: perf's
+        // words, and its status (-EINVAL).
+        if let Error::Options(m) = e {
+            messages.push(m);
+            outcome = Outcome::Invalid;
+        } else {
+            messages.push(format!("pstitch: {name}: {e}"));
+            outcome = Outcome::Failed;
+        }
     }
     report(outcome, messages)
 }

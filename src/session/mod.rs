@@ -602,6 +602,21 @@ impl<'a> Session<'a> {
         deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), read_values, unwinder }, out)
     }
 
+    /// perf's last word when a tool refuses a record of a pipe
+    /// (`__perf_session__process_pipe_events`): the record's position in
+    /// the stream after the pipe header, its size and type, on the line
+    /// after the tool's own message.
+    fn piped_event_failed(&self, e: Error, offset: u64, header: RecordHeader) -> Error {
+        match e {
+            Error::Options(m) if self.pipe => {
+                let head = perf_data::bytes::alt_hex(offset.saturating_sub(perf_data::header::PIPE_HEADER_SIZE as u64));
+                let name = kind::name(header.type_);
+                Error::Options(format!("{m}\n{head} [{:#x}]: piped event processing failed for event of type: {name} ({})", header.size, header.type_))
+            }
+            e => e,
+        }
+    }
+
     /// Any other kernel record: the machine takes it in, the tool sees it.
     fn deliver_side_band(&mut self, tool: &mut dyn Tool, offset: u64, evsel: usize, record: Record<'_>, id: SampleId, trailer: usize) -> Result<()> {
         let t = record.header.type_;
@@ -758,7 +773,9 @@ impl<'a> Session<'a> {
                 };
                 let ids = ids_after_attr(body, attr.disk_size(), e);
                 let idx = self.evlist.push(Evsel { attr, name: None, ids });
-                tool.attr_added(&self.evlist, idx)?;
+                if let Err(e) = tool.attr_added(&self.evlist, idx) {
+                    return Err(self.piped_event_failed(e, offset, header));
+                }
             }
             kind::EVENT_UPDATE => self.event_update(body),
             kind::HEADER_FEATURE => {

@@ -299,3 +299,9 @@ mod tests {
         assert_eq!(c.remaining(), 0);
     }
 }
+
+/// C's `%#llx`, as perf prints ids and offsets: `0x` and hex digits, but
+/// a bare `0` for zero.
+pub fn alt_hex(v: u64) -> String {
+    if v == 0 { "0".to_string() } else { format!("{v:#x}") }
+}

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use perf_data::attr::{ATTR_SIZE_MAX, ATTR_SIZE_VER0, Attr};
+use perf_data::bytes::alt_hex as hex;
 
 /// The PMUs perf knows by type number (`perf_pmus__find_by_type`), read from
 /// sysfs like perf does. perf adds a placeholder core PMU `cpu` (type 4)
@@ -167,11 +168,6 @@ const FLAG_FIELDS: [(&str, u32, u32); 39] = [
     ("defer_callchain", 38, 1),
     ("defer_output", 39, 1),
 ];
-
-/// `%#lx`: C prints 0 without the `0x`.
-fn hex(v: u64) -> String {
-    if v == 0 { "0".to_string() } else { format!("{v:#x}") }
-}
 
 /// perf_event_attr__fprintf with perf's `, name = value` printer. Like
 /// perf, it formats every value into one buffer, and a bit mask with no
