@@ -244,6 +244,12 @@ impl std::fmt::Debug for U64Array<'_> {
     }
 }
 
+/// C's `%#llx`, as perf prints ids and offsets: `0x` and hex digits, but
+/// a bare `0` for zero.
+pub fn alt_hex(v: u64) -> String {
+    if v == 0 { "0".to_string() } else { format!("{v:#x}") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,10 +304,4 @@ mod tests {
         assert_eq!(c.perf_string().unwrap(), b"ab");
         assert_eq!(c.remaining(), 0);
     }
-}
-
-/// C's `%#llx`, as perf prints ids and offsets: `0x` and hex digits, but
-/// a bare `0` for zero.
-pub fn alt_hex(v: u64) -> String {
-    if v == 0 { "0".to_string() } else { format!("{v:#x}") }
 }
