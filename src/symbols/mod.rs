@@ -822,6 +822,31 @@ mod tests {
         assert_eq!(&*srcline_from_fileline("", 0, false), ":0");
     }
 
+    /// The first kernel DSO takes the parsed table; a second one (a
+    /// guest's) gets the file parsed again, with the same symbols.
+    #[test]
+    fn every_kernel_dso_gets_the_kernel_table() {
+        let dir = std::env::temp_dir().join(format!("pstitch-kernel-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("kallsyms");
+        std::fs::write(&path, "ffffffff81000000 T _text\nffffffff81000100 T first\nffffffff81000200 t second\nffffffffc0000000 t modfn\t[mod]\n")
+            .expect("kallsyms");
+        let mut dsos = Dsos::default();
+        let host = dsos.findnew(KERNEL_DSO_NAME, DsoKind::Kernel);
+        let guest = dsos.findnew("[guest.kernel.kallsyms]", DsoKind::Kernel);
+        let mut s = Symbolizer::new(SymbolConfig { kallsyms: Some(path), ..SymbolConfig::perf() });
+        let names = |d: &mut ShippedDso| {
+            [0xffff_ffff_8100_0150u64, 0xffff_ffff_8100_0250].map(|ip| d.loaded.syms.find(ip).map(|s| s.start))
+        };
+        let mut a = s.load_symbols(&dsos, host, None);
+        let mut b = s.load_symbols(&dsos, guest, None);
+        let want = [Some(0xffff_ffff_8100_0100), Some(0xffff_ffff_8100_0200)];
+        assert_eq!(names(&mut a), want);
+        assert_eq!(names(&mut b), want);
+        assert!(s.kernel_taken, "the second table moved too");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn perf_map_names() {
         assert!(is_perf_pid_map_name("/tmp/perf-123.map"));
