@@ -239,6 +239,9 @@ pub struct Symbolizer {
     dsos: Vec<Option<DsoState>>,
     /// The kernel symbol file, read once (`None` inside: unavailable).
     kallsyms: Option<Option<Rc<kallsyms::Kallsyms>>>,
+    /// Its kernel table was moved out to a kernel DSO (see
+    /// [`Symbolizer::kernel_table`]).
+    kernel_taken: bool,
     /// The last `find_symbol` answered for a load that failed half-way:
     /// later lookups of the same address may answer differently.
     transient: bool,
@@ -261,6 +264,7 @@ impl Symbolizer {
             build_ids: HashMap::new(),
             dsos: Vec::new(),
             kallsyms: None,
+            kernel_taken: false,
             transient: false,
             symfs,
             no_inlines: Rc::new([]),
@@ -401,6 +405,29 @@ impl Symbolizer {
         k
     }
 
+    /// The kernel's symbol table from kallsyms, for a kernel DSO. The
+    /// parsed table moves to the DSO rather than being copied (a copy of
+    /// /proc/kallsyms' table is 5 MB, kept beside the original to the end);
+    /// the modules' symbols stay. A second kernel DSO (a guest's) gets the
+    /// file read and parsed again, as perf loads kallsyms for each.
+    fn kernel_table(&mut self, dsos: &Dsos) -> Option<symtab::SymTab> {
+        if self.kernel_taken {
+            self.kallsyms = None;
+            self.kernel_taken = false;
+        }
+        let k = self.kallsyms(dsos)?;
+        let copy = |k: &kallsyms::Kallsyms| k.kernel.clone();
+        let Some(Some(cached)) = self.kallsyms.as_mut() else { return Some(copy(&k)) };
+        drop(k);
+        match Rc::get_mut(cached) {
+            Some(own) => {
+                self.kernel_taken = true;
+                Some(std::mem::take(&mut own.kernel))
+            }
+            None => Some(copy(cached)),
+        }
+    }
+
     fn load(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>) -> DsoState {
         DsoState::new(self.load_symbols(dsos, id, map))
     }
@@ -482,8 +509,8 @@ impl Symbolizer {
             DsoKind::Kernel => {
                 kernel = true;
                 let mut l = Loaded::default();
-                if let Some(k) = self.kallsyms(dsos) {
-                    l.syms = k.kernel.clone();
+                if let Some(syms) = self.kernel_table(dsos) {
+                    l.syms = syms;
                 }
                 l
             }
@@ -800,6 +827,31 @@ mod tests {
         assert_eq!(&*srcline_from_fileline("/a/b.c", 7, false), "b.c:7");
         assert_eq!(&*srcline_from_fileline("/a/b.c", 7, true), "/a/b.c:7");
         assert_eq!(&*srcline_from_fileline("", 0, false), ":0");
+    }
+
+    /// The first kernel DSO takes the parsed table; a second one (a
+    /// guest's) gets the file parsed again, with the same symbols.
+    #[test]
+    fn every_kernel_dso_gets_the_kernel_table() {
+        let dir = std::env::temp_dir().join(format!("pstitch-kernel-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("kallsyms");
+        std::fs::write(&path, "ffffffff81000000 T _text\nffffffff81000100 T first\nffffffff81000200 t second\nffffffffc0000000 t modfn\t[mod]\n")
+            .expect("kallsyms");
+        let mut dsos = Dsos::default();
+        let host = dsos.findnew(KERNEL_DSO_NAME, DsoKind::Kernel);
+        let guest = dsos.findnew("[guest.kernel.kallsyms]", DsoKind::Kernel);
+        let mut s = Symbolizer::new(SymbolConfig { kallsyms: Some(path), ..SymbolConfig::perf() });
+        let names = |d: &mut ShippedDso| {
+            [0xffff_ffff_8100_0150u64, 0xffff_ffff_8100_0250].map(|ip| d.loaded.syms.find(ip).map(|s| s.start))
+        };
+        let mut a = s.load_symbols(&dsos, host, None);
+        let mut b = s.load_symbols(&dsos, guest, None);
+        let want = [Some(0xffff_ffff_8100_0100), Some(0xffff_ffff_8100_0200)];
+        assert_eq!(names(&mut a), want);
+        assert_eq!(names(&mut b), want);
+        assert!(s.kernel_taken, "the second table moved too");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use gimli::{AttributeValue, DebugInfo, EndianSlice, RunTimeEndian};
 
 use super::abbrev;
 use crate::engine::board::Board;
-use super::lines::{LineHit, LineTable, StrSections};
+use super::lines::{LineHit, LineTable, NameMemo, Rows, StrSections};
 use super::ranges::RangeIndex;
 use super::reader::Reader;
 use crate::fasthash::FastMap;
@@ -259,6 +259,8 @@ pub struct Dwarf {
     /// unit refers into it (parsed again then; a large program has
     /// thousands of tables).
     abbrev_cache: Vec<(u64, Arc<abbrev::Table>)>,
+    /// Line table headers' names (see [`NameMemo`]).
+    header_names: NameMemo,
     /// Decoding ahead: the decodes under way, innermost last (`None` in a
     /// session).
     recording: Option<Vec<Trail>>,
@@ -369,6 +371,7 @@ impl Dwarf {
             index: RangeIndex::default(),
             next_unit: Some(0),
             abbrev_cache: Vec::new(),
+            header_names: NameMemo::default(),
             fresh: Vec::new(),
             recording: None,
             finished: Vec::new(),
@@ -845,7 +848,7 @@ impl Dwarf {
         if self.units[ui].stmt_list.is_none() {
             return self.fail(ui);
         }
-        let Some(lines) = self.decode_lines(ui) else {
+        let Some(lines) = self.decode_lines(ui, Rows::Skip) else {
             return self.fail(ui);
         };
         self.fresh.push(ui as u32);
@@ -888,15 +891,16 @@ impl Dwarf {
     }
 
     /// The line program of unit `ui`, decoded.
-    fn decode_lines(&self, ui: usize) -> Option<LineTable> {
+    fn decode_lines(&self, ui: usize, keep: Rows) -> Option<LineTable> {
         let u = &self.units[ui];
         let (st, lst, so, so_base, osz) = self.str_sections(u);
         let strs = StrSections {
             debug_str: &st,
             debug_line_str: &lst,
             str_offsets: (so_base != 0).then_some((&so[..], so_base, osz)),
+            memo: &self.header_names,
         };
-        LineTable::decode(&self.s.line, u.stmt_list?, self.le, u.addr_size, u.comp_dir.clone(), &strs)
+        LineTable::decode(&self.s.line, u.stmt_list?, self.le, u.addr_size, u.comp_dir.clone(), &strs, keep)
     }
 
     /// Ends a lookup: the line tables decoded since the last one are
@@ -1427,7 +1431,20 @@ impl Dwarf {
         best
     }
 
+    /// binutils' `lookup_address_in_line_info_table` in unit `ui`; the
+    /// unit's rows are decoded by the first lookup that can land in them
+    /// (see [`Rows`]).
     pub fn lookup_line(&mut self, ui: usize, addr: u64) -> Option<LineHit> {
+        let lines = &self.units[ui].decoded.as_ref()?.lines;
+        if lines.rows_skipped() {
+            if !lines.may_hold(addr) {
+                return None;
+            }
+            // The same program decoded the same way a moment ago: it cannot
+            // fail now (if it did, there would be no rows to find).
+            let full = self.decode_lines(ui, Rows::Keep)?;
+            self.units[ui].decoded.as_mut()?.lines = full;
+        }
         self.units[ui].decoded.as_mut()?.lines.lookup(addr)
     }
 
@@ -1469,7 +1486,7 @@ mod tests {
                 if !d.maybe_decode(ui) {
                     continue;
                 }
-                let mut fresh = d.decode_lines(ui).expect("decodes again");
+                let mut fresh = d.decode_lines(ui, Rows::Keep).expect("decodes again");
                 let ranges = fresh.seq_ranges.clone();
                 d.settle();
                 for (lo, hi) in ranges {

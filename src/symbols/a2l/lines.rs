@@ -80,8 +80,28 @@ pub struct LineTable {
     lcl_head: u32,
     /// [low, high] of each sequence, for the unit's address ranges.
     pub seq_ranges: Vec<(u64, u64)>,
+    /// Decoded with [`Rows::Skip`]: no rows were kept. Then `open` is the
+    /// [low, high] of the rows after the last end of sequence (a program
+    /// that stops inside a sequence), which lookups see but `seq_ranges`
+    /// does not hold.
+    skipped: bool,
+    open: Option<(u64, u64)>,
     /// [`LineTable::filename`] answers by file number.
     memo: std::cell::RefCell<Vec<Option<Arc<str>>>>,
+}
+
+/// Whether [`LineTable::decode`] keeps the rows. Every unit binutils reads
+/// before the one holding an address is decoded, but only the sequences'
+/// ranges of most of them are ever used (they go into the address trie);
+/// their rows are looked at only if a lookup's address falls in one of
+/// their sequences. Decoding is a function of the section's bytes alone, so
+/// the rows can be decoded when first needed with the same result: the
+/// program is run the same way, with the same checks and failures, minus
+/// the rows and their file names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    Keep,
+    Skip,
 }
 
 /// String sections a line table header may refer to.
@@ -90,6 +110,33 @@ pub struct StrSections<'a> {
     pub debug_line_str: &'a [u8],
     /// `.debug_str_offsets` base for strx forms, with the offset size.
     pub str_offsets: Option<(&'a [u8], u64, u8)>,
+    /// Names already read from `.debug_str` / `.debug_line_str`.
+    pub memo: &'a NameMemo,
+}
+
+/// The directory and file names of DWARF 5 headers read so far, by their
+/// place in `.debug_str` / `.debug_line_str`. Every unit's header lists the
+/// headers it includes, mostly the same few hundred paths (the linker
+/// merges equal strings), so each is made into a string once and shared by
+/// the tables that name it.
+#[derive(Default)]
+pub struct NameMemo(std::cell::RefCell<FastMap<u64, Option<Arc<str>>>>);
+
+impl NameMemo {
+    /// `non_empty` of the string at `off` in `d` (`line_str`: which section).
+    fn get(&self, d: &[u8], off: u64, line_str: bool) -> Option<Arc<str>> {
+        let key = off | (u64::from(line_str) << 63);
+        if off >> 63 == 0
+            && let Some(n) = self.0.borrow().get(&key)
+        {
+            return n.clone();
+        }
+        let n = non_empty(cstr(d, off));
+        if off >> 63 == 0 {
+            self.0.borrow_mut().insert(key, n.clone());
+        }
+        n
+    }
 }
 
 fn cstr(d: &[u8], off: u64) -> Option<&[u8]> {
@@ -252,7 +299,9 @@ impl LineTable {
         addr_size: u8,
         comp_dir: Option<Arc<str>>,
         strs: &StrSections<'_>,
+        keep: Rows,
     ) -> Option<LineTable> {
+        let keep = keep == Rows::Keep;
         if section.len() < 16 {
             return None;
         }
@@ -307,7 +356,7 @@ impl LineTable {
         for l in std_lens.iter_mut().skip(1) {
             *l = r.u8();
         }
-        let mut t = LineTable { comp_dir, lcl_head: NONE, ..Default::default() };
+        let mut t = LineTable { comp_dir, lcl_head: NONE, skipped: !keep, ..Default::default() };
         if version >= 5 {
             // Directory table, then file table.
             let dirs = read_formatted(&mut r, offset_size, strs)?;
@@ -331,6 +380,9 @@ impl LineTable {
         // kept).
         let mut name_cache: FastMap<u64, u32> = FastMap::default();
         let mut file_name = |t: &mut LineTable, f: u64| -> u32 {
+            if !keep {
+                return NONE;
+            }
             if let Some(&n) = name_cache.get(&f) {
                 return n;
             }
@@ -357,7 +409,14 @@ impl LineTable {
             Vec::new()
         };
         // A row per two or three bytes of program, about.
-        t.rows.reserve((end - r.pos()) / 3);
+        if keep {
+            t.rows.reserve((end - r.pos()) / 3);
+        }
+        let add = |t: &mut LineTable, row: Row| {
+            if keep {
+                t.add(row)
+            }
+        };
         while r.pos() < end {
             let mut address: u64 = 0;
             let mut op_index: u8 = 0;
@@ -388,7 +447,7 @@ impl LineTable {
                         line = (line as i64 + line_base + (adj % line_range as u64) as i64) as u32;
                     }
                     let f = file_id(&t, file);
-                    t.add(Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
+                    add(&mut t, Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
                     low_pc = low_pc.min(address);
                     high_pc = high_pc.max(address);
                     continue;
@@ -401,8 +460,8 @@ impl LineTable {
                             1 => {
                                 end_sequence = true;
                                 let f = file_id(&t, file);
-                                t.add(Row { address, op_index, file: f, line, end_sequence: true, prev: NONE });
-                                            low_pc = low_pc.min(address);
+                                add(&mut t, Row { address, op_index, file: f, line, end_sequence: true, prev: NONE });
+                                low_pc = low_pc.min(address);
                                 high_pc = high_pc.max(address);
                                 if low_pc != high_pc {
                                     t.seq_ranges.push((low_pc, high_pc));
@@ -430,8 +489,8 @@ impl LineTable {
                     }
                     1 => {
                         let f = file_id(&t, file);
-                        t.add(Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
-                            low_pc = low_pc.min(address);
+                        add(&mut t, Row { address, op_index, file: f, line, end_sequence: false, prev: NONE });
+                        low_pc = low_pc.min(address);
                         high_pc = high_pc.max(address);
                     }
                     2 => {
@@ -478,10 +537,27 @@ impl LineTable {
                     }
                 }
             }
+            if !end_sequence && low_pc <= high_pc {
+                t.open = Some((low_pc, high_pc));
+            }
         }
         t.name_ids = FastMap::default();
         t.sort_sequences();
         Some(t)
+    }
+
+    /// Decoded with [`Rows::Skip`]: lookups need the rows decoded first
+    /// (where [`LineTable::may_hold`] says they can find something).
+    pub fn rows_skipped(&self) -> bool {
+        self.skipped
+    }
+
+    /// Whether a lookup of `addr` can find a row. A lookup answers only
+    /// inside a sequence, between its lowest row (or above, where sorting
+    /// trimmed it) and its highest; these bounds are the sequence's
+    /// `seq_ranges` entry, or `open` for one the program did not end.
+    pub fn may_hold(&self, addr: u64) -> bool {
+        self.seq_ranges.iter().chain(self.open.iter()).any(|&(l, h)| addr >= l && addr < h)
     }
 
     /// binutils' `sort_line_sequences`.
@@ -680,11 +756,11 @@ fn read_form(r: &mut Reader<'_>, form: u64, offset_size: u8, strs: &StrSections<
         0x08 => (Some(non_empty(r.cstr_any())), None),
         0x0e => {
             let o = off(r);
-            (Some(non_empty(cstr(strs.debug_str, o))), None)
+            (Some(strs.memo.get(strs.debug_str, o, false)), None)
         }
         0x1f => {
             let o = off(r);
-            (Some(non_empty(cstr(strs.debug_line_str, o))), None)
+            (Some(strs.memo.get(strs.debug_line_str, o, true)), None)
         }
         0x1a => {
             let i = r.uleb();
@@ -798,8 +874,9 @@ mod tests {
             switches.push(if i % 2 == 0 { files + 1 + x % 1000 } else { 1 + x % files });
         }
         let data = program(files as usize, &switches);
-        let strs = StrSections { debug_str: &[], debug_line_str: &[], str_offsets: None };
-        let mut t = LineTable::decode(&data, 0, true, 8, Some("/cu".into()), &strs).expect("decodes");
+        let memo = NameMemo::default();
+        let strs = StrSections { debug_str: &[], debug_line_str: &[], str_offsets: None, memo: &memo };
+        let mut t = LineTable::decode(&data, 0, true, 8, Some("/cu".into()), &strs, Rows::Keep).expect("decodes");
         assert!(t.probes <= switches.len() as u64 + 1, "{} names looked at for {} switches", t.probes, switches.len());
         assert_eq!(t.names.len(), files as usize + 1);
         t.pack();
@@ -810,4 +887,34 @@ mod tests {
             assert_eq!(hit.file.as_deref(), Some(&*want), "row {k}");
         }
     }
+
+    /// Rows skipped: the same sequences and file table, and no address a
+    /// full decode finds a row for is outside what `may_hold` admits, also
+    /// for a program that stops inside a sequence (no end of sequence).
+    #[test]
+    fn skipped_rows_cover_every_hit() {
+        let memo = NameMemo::default();
+        let strs = StrSections { debug_str: &[], debug_line_str: &[], str_offsets: None, memo: &memo };
+        let switches: Vec<u64> = (1..=40).map(|i| 1 + i % 7).collect();
+        let closed = program(8, &switches);
+        let mut open = closed[..closed.len() - 3].to_vec();
+        let len = u32::from_le_bytes(open[..4].try_into().expect("4 bytes")) - 3;
+        open[..4].copy_from_slice(&len.to_le_bytes());
+        for (data, ended) in [(closed, true), (open, false)] {
+            let mut full = LineTable::decode(&data, 0, true, 8, None, &strs, Rows::Keep).expect("decodes");
+            let skipped = LineTable::decode(&data, 0, true, 8, None, &strs, Rows::Skip).expect("decodes");
+            assert!(skipped.rows_skipped() && !full.rows_skipped());
+            assert_eq!(skipped.seq_ranges, full.seq_ranges);
+            assert_eq!(skipped.seq_ranges.is_empty(), !ended);
+            assert_eq!(skipped.files, full.files);
+            let mut hits = 0;
+            for addr in 0xff0..0x1040 {
+                let hit = full.lookup(addr);
+                assert!(hit.is_none() || skipped.may_hold(addr), "{addr:#x}: a hit outside the ranges");
+                hits += usize::from(hit.is_some());
+            }
+            assert!(hits >= 30, "{hits}");
+        }
+    }
+
 }
