@@ -253,6 +253,7 @@ fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let all = variants();
     assert!(!all.is_empty(), "no golden cases found");
+    golden_common::make_vmlinux_fixtures();
     println!("golden: testing {}", binary().display());
     let mut tally = Tally::new("lines differ only by the declared comm-at-sample-time deviation");
     for (case, variant) in &all {

@@ -85,8 +85,6 @@ pub struct ScriptOptions {
     /// `-L`: perf's latency layout of the line start (`%8.8s` comm, `%3d`
     /// cpu).
     pub latency: bool,
-    /// `--show-kernel-path`: the kernel's DSO by its path.
-    pub show_kernel_path: bool,
     /// `-d`: check sample order instead of printing samples.
     pub debug_mode: bool,
     /// `--dsos`: only samples whose ip is in one of these DSOs (by short or
@@ -134,7 +132,6 @@ impl Default for ScriptOptions {
             reltime: false,
             deltatime: false,
             latency: false,
-            show_kernel_path: false,
             debug_mode: false,
             dsos: None,
             symbols: None,
