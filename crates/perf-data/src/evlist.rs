@@ -223,7 +223,9 @@ pub fn default_name(attr: &Attr) -> String {
             None => format!("unknown-software{}", modifiers(attr)),
         },
         event_type::RAW => format!("raw {:#x}{}", attr.config, modifiers(attr)),
-        event_type::TRACEPOINT => "unknown tracepoint".to_string(),
+        // The format (and so the name) comes with the tracing data; perf
+        // 7.2 names the event by its id until then.
+        event_type::TRACEPOINT => format!("unknown tracepoint id={:#x}", attr.config),
         event_type::BREAKPOINT => format!("mem:{:#x}{}", attr.config1, modifiers(attr)),
         _ => format!("unknown attr type: {}", attr.type_),
     }

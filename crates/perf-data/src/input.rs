@@ -103,6 +103,22 @@ impl Input {
     }
 
     /// Whether the input is a directory (`perf record --threads`).
+    /// A pipe-mode input read from a stream (standard input, a FIFO),
+    /// copied whole to `to`: its header (as it was read: the magic and the
+    /// header size in the input's byte order) and everything the stream
+    /// still holds. The input has no records left afterwards. Returns the
+    /// bytes copied; `Ok(0)` for any other input (nothing is copied).
+    pub fn spool(&mut self, to: &mut dyn std::io::Write) -> Result<u64> {
+        let Some(mut r) = self.stdin.take() else { return Ok(0) };
+        let bytes = |v: u64| match self.endian {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        };
+        let head = [bytes(header::MAGIC), bytes(PIPE_HEADER_SIZE as u64)].concat();
+        to.write_all(&head)?;
+        Ok(head.len() as u64 + std::io::copy(&mut r, to)?)
+    }
+
     pub fn is_dir(&self) -> bool {
         self.dir
     }
