@@ -234,8 +234,9 @@ pub(crate) struct Script {
     /// `--switch-on`/`--switch-off` (perf's `evswitch`).
     evswitch: EvSwitch,
     /// `-D`, `--dump-unsorted-raw-trace`: how the dump names the input
-    /// (`perf.data`, `pipe`).
-    pub dump: Option<String>,
+    /// (`perf.data`, `pipe`), by the file of a directory input the record
+    /// is in (`RawEvent::part`).
+    pub dump: Option<Vec<std::rc::Rc<str>>>,
     /// `--dump-unsorted-raw-trace`: records are shown in file order.
     pub dump_unordered: bool,
     /// Samples printed (perf's count for `--per-event-dump`).

@@ -376,7 +376,12 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     let pipe = input.pipe;
     if dump != super::Dump::None {
         // perf names a pipe's records `pipe`, whatever the input's name.
-        script.dump = Some(if pipe { "pipe".into() } else { name.to_string() });
+        // A directory's records are named by their file (`perf.data/data.1`).
+        script.dump = Some(match input.part_names() {
+            _ if pipe => vec!["pipe".into()],
+            [] => vec![name.into()],
+            parts => parts.iter().map(|p| format!("{name}/{p}").into()).collect(),
+        });
         script.dump_unordered = dump == super::Dump::Unsorted;
     }
     if !pipe {
