@@ -277,6 +277,7 @@ pub fn config(args: &ScriptArgs) -> ScriptConfig {
         reltime: args.reltime,
         deltatime: args.deltatime,
         latency: args.latency,
+        unwind_styles: args.unwind_styles.map_or_else(Default::default, |(libdw, libunwind)| pstitch::UnwindStyles { libdw, libunwind }),
         debug_mode: args.debug_mode,
         dsos: args.dsos.as_deref().map(script::parse_list),
         symbols: args.symbols.as_deref().map(script::parse_list),

@@ -85,6 +85,9 @@ pub struct ScriptOptions {
     /// `-L`: perf's latency layout of the line start (`%8.8s` comm, `%3d`
     /// cpu).
     pub latency: bool,
+    /// `--unwind-style`: which unwinders perf would use for
+    /// `--call-graph dwarf` samples.
+    pub unwind_styles: crate::unwind::UnwindStyles,
     /// `-d`: check sample order instead of printing samples.
     pub debug_mode: bool,
     /// `--dsos`: only samples whose ip is in one of these DSOs (by short or
@@ -132,6 +135,7 @@ impl Default for ScriptOptions {
             reltime: false,
             deltatime: false,
             latency: false,
+            unwind_styles: crate::unwind::UnwindStyles::default(),
             debug_mode: false,
             dsos: None,
             symbols: None,

@@ -462,7 +462,7 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
 /// come from, cut at `--max-stack`.
 pub(crate) fn unwind_where_shown(opts: &mut SessionOptions, output: &ScriptOptions, symbols: &SymbolConfig) {
     if opts.unwind.is_none() && !output.hide_call_graph {
-        opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone() });
+        opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone(), styles: output.unwind_styles });
     }
 }
 

@@ -457,6 +457,16 @@ impl<'a> Session<'a> {
     }
 
     fn deliver(&mut self, tool: &mut dyn Tool, offset: u64, inner: Option<u64>, evsel: usize, bytes: &[u8]) -> Result<()> {
+        let delivered = self.deliver_record(tool, offset, inner, evsel, bytes);
+        // What the unwinder of the samples just delivered has to say (in
+        // perf's order: when the first sample was unwound).
+        if let Some(said) = self.unwinder.as_mut().and_then(UserUnwinder::take_said) {
+            self.perf_say(|| said.to_string());
+        }
+        delivered
+    }
+
+    fn deliver_record(&mut self, tool: &mut dyn Tool, offset: u64, inner: Option<u64>, evsel: usize, bytes: &[u8]) -> Result<()> {
         let at = Where(offset, inner);
         let header = RecordHeader::parse(bytes, self.endian).ok_or_else(|| at.error(0, "record header truncated"))?;
         let t = header.type_;
