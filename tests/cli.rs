@@ -305,7 +305,7 @@ fn per_event_dump_writes_a_file_per_event() {
 /// each file holds, byte for byte, what perf-ref prints of that recording
 /// with the same options (`pipe/no-inline.out`). `--no-inline`: perf starts
 /// addr2line for inline frames, flushing every stdio stream first, which
-/// moves the size perf reports (see the man page's BUGS).
+/// moves the size perf reports (the man page says so under --per-event-dump).
 #[test]
 fn per_event_dump_of_pipe_input() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
