@@ -77,7 +77,7 @@ pub use session::{
     Callchain, Consumed, Context, DeferredEvent, Event, HeldEvent, Limits, Progress, SampleEvent, SampleFilter, Session, SessionOptions, SideBand,
     Stats, StitchStats, Tool, UnwindStats, Why,
 };
-pub use unwind::UnwindOptions;
+pub use unwind::{UnwindOptions, UnwindStyles};
 pub use symbols::demangle::{cxx as demangle_cxx, demangle};
 pub use symbols::{Addr2line, Addr2lineRecord, InlineEntry, Symbol, SymbolConfig, Symbolizer};
 

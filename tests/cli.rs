@@ -297,6 +297,65 @@ fn per_event_dump_writes_a_file_per_event() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--per-event-dump` on pipe-mode input (a pipe recording read from a
+/// file, and the same from standard input). Expected values are perf-ref's,
+/// checked by hand: it names the files after the input's path, `(null)` for
+/// standard input, and after each event's name as its ATTR record gives it
+/// (`unknown tracepoint id=0x…` for a tracepoint, whose format comes later);
+/// each file holds, byte for byte, what perf-ref prints of that recording
+/// with the same options (`pipe/no-inline.out`). `--no-inline`: perf starts
+/// addr2line for inline frames, flushing every stdio stream first, which
+/// moves the size perf reports (the man page says so under --per-event-dump).
+#[test]
+fn per_event_dump_of_pipe_input() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let dir = std::env::temp_dir().join(format!("pstitch-per-event-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("stdin")).unwrap();
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let run = |case: &str, stdin: bool| {
+        let case = root.join(case);
+        std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
+        let mut cmd = pstitch();
+        // Where the copy of standard input goes (and must not stay).
+        cmd.env("PERF_BUILDID_DIR", "/nonexistent").env("TMPDIR", dir.join("tmp")).arg("script");
+        if stdin {
+            cmd.current_dir(dir.join("stdin")).args(["-i", "-"]).stdin(std::fs::File::open(dir.join("perf.data")).unwrap());
+        } else {
+            cmd.current_dir(&dir).args(["-i", "perf.data"]);
+        }
+        cmd.args(["--per-event-dump", "--no-inline"])
+            .arg(format!("--symfs={}", case.join("symfs").display()))
+            .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
+            .output()
+            .unwrap()
+    };
+    let want = std::fs::read(root.join("pipe/no-inline.out")).unwrap();
+    let out = run("pipe", false);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[ perf script: Wrote 0.043 MB perf.data.cpu-clock:H.dump (167 samples) ]\n");
+    assert!(std::fs::read(dir.join("perf.data.cpu-clock:H.dump")).unwrap() == want, "the dump file differs from perf's output");
+    let out = run("pipe", true);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[ perf script: Wrote 0.043 MB (null).cpu-clock:H.dump (167 samples) ]\n");
+    assert!(std::fs::read(dir.join("stdin/(null).cpu-clock:H.dump")).unwrap() == want, "the dump file differs from perf's output");
+
+    let out = run("tp-pipe", true);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let perf = [
+        "0.125 MB (null).unknown tracepoint id=0x292.dump (49 samples)",
+        "0.121 MB (null).unknown tracepoint id=0x291.dump (83 samples)",
+        "0.004 MB (null).unknown tracepoint id=0x1cc.dump (10 samples)",
+        "0.004 MB (null).unknown tracepoint id=0x1cb.dump (11 samples)",
+        "0.000 MB (null).unknown tracepoint id=0x1d2.dump (1 samples)",
+        "0.000 MB (null).unknown tracepoint id=0x151.dump (1 samples)",
+        "0.008 MB (null).unknown tracepoint id=0x174.dump (12 samples)",
+    ];
+    let want: String = perf.iter().map(|l| format!("[ perf script: Wrote {l} ]\n")).collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0, "the copy of standard input is removed");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `tests/golden/pipe`'s recording with a FINISHED_ROUND after every
 /// `every` records (a live recording has one per pass over the buffers),
 /// and the offsets where records end.

@@ -52,6 +52,8 @@ fn run(dir: &Path, input: &Path, args: &str) -> (Option<i32>, Vec<u8>) {
 fn big_endian_copies_print_like_the_originals() {
     let tmp = std::env::temp_dir().join(format!("pstitch-be-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
+    // The -k variants' vmlinux files (generated, see tests/fixtures/vmlinux/specs).
+    pstitch_fixtures::vmlinux::make_all(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmlinux/specs")).unwrap();
     let mut compared = 0;
     for case in CASES {
         let dir = case_dir(case);

@@ -22,7 +22,9 @@
 //! (`:TID` once the thread has exited). The harness then accepts a line that
 //! differs from perf's ONLY in the comm, and only if that comm is the one
 //! perf-ref printed for the same thread at the same time in the original,
-//! non-deferred recording (`<case>/fields-ns.out`).
+//! non-deferred recording (`<case>/fields-ns.out`); with `-D`, the dump's
+//! ` ... thread: comm:tid` line above such a sample line may differ the
+//! same way.
 //!
 //! Variants with `--header`/`--header-only` print perf.data's mtime: the
 //! harness pins it (HEADER_MTIME). Every variant runs with TZ=UTC (local
@@ -96,6 +98,9 @@ fn common_rest(x: &str, y: &str) -> usize {
     }
 }
 
+/// How `-D` starts the line naming a sample's thread (perf's dump of it).
+const DUMP_THREAD: &str = " ... thread: ";
+
 /// Checks that `actual` differs from `expected` only by the declared
 /// comm-at-sample-time deviation. Returns how many lines differ.
 fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result<usize, String> {
@@ -111,6 +116,22 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
             continue;
         }
         let bad = |why: &str| format!("line {}: {why}\n - {x}\n + {y}", i + 1);
+        if let (Some(tx), Some(ty)) = (x.strip_prefix(DUMP_THREAD), y.strip_prefix(DUMP_THREAD)) {
+            // -D's thread line (` ... thread: comm:tid`) of a sample: the
+            // same comm as the sample's own line below it, checked there.
+            let (Some((cx, tidx)), Some((cy, tidy))) = (tx.rsplit_once(':'), ty.rsplit_once(':')) else {
+                return Err(bad("a dump's thread line without comm:tid"));
+            };
+            let sample_comms = (i + 1..(i + 4).min(e.len())).find_map(|j| {
+                let rest = common_rest(e[j], a[j]);
+                Some((split_at_rest(e[j], rest)?.0, split_at_rest(a[j], rest)?.0))
+            });
+            if tidx != tidy || sample_comms != Some((cx, cy)) {
+                return Err(bad("a dump's thread line that differs from its sample line's comm"));
+            }
+            n += 1;
+            continue;
+        }
         let rest = common_rest(x, y);
         let (Some((_, _, tid, time)), Some((comm_y, _, _, _))) = (split_at_rest(x, rest), split_at_rest(y, rest)) else {
             return Err(bad("differs in more than the comm of a sample line"));
@@ -253,6 +274,7 @@ fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let all = variants();
     assert!(!all.is_empty(), "no golden cases found");
+    golden_common::make_vmlinux_fixtures();
     println!("golden: testing {}", binary().display());
     let mut tally = Tally::new("lines differ only by the declared comm-at-sample-time deviation");
     for (case, variant) in &all {

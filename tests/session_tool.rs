@@ -73,7 +73,7 @@ fn parse(text: &str) -> Vec<Shown> {
 fn run(perf_data: &Path) -> Vec<Shown> {
     let dir = perf_data.parent().expect("case dir");
     let files = SymbolConfig { symfs: Some(dir.join("symfs")), buildid_dir: Some("/nonexistent".into()), ..SymbolConfig::perf() };
-    run_with(perf_data, SessionOptions { unwind: Some(UnwindOptions { max_stack: 127, files }), ..Default::default() })
+    run_with(perf_data, SessionOptions { unwind: Some(UnwindOptions { max_stack: 127, files, styles: Default::default() }), ..Default::default() })
 }
 
 fn run_with(perf_data: &Path, options: SessionOptions) -> Vec<Shown> {

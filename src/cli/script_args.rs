@@ -155,6 +155,9 @@ pub struct ScriptArgs {
     pub switch_on: Option<String>,
     pub switch_off: Option<String>,
     pub show_kernel_path: bool,
+    /// `--unwind-style`: (libdw, libunwind) of the last list with a known
+    /// name.
+    pub unwind_styles: Option<(bool, bool)>,
     pub header: bool,
     pub header_only: bool,
     pub show_info: bool,
@@ -213,6 +216,7 @@ impl Default for ScriptArgs {
             switch_on: None,
             switch_off: None,
             show_kernel_path: false,
+            unwind_styles: None,
             header: false,
             header_only: false,
             show_info: false,
@@ -362,11 +366,17 @@ fn apply(a: &mut ScriptArgs, o: &Opt, v: Value) -> Result<(), Refusal> {
         "demangle-kernel" => a.demangle_kernel = on,
         "unwind-style" => match v {
             Value::Arg(style) => {
+                // The last list given counts; one naming no known unwinder
+                // leaves perf's default (libdw).
+                let (mut libdw, mut libunwind) = (false, false);
                 for s in style.split(',') {
-                    if s != "libdw" && s != "libunwind" {
-                        a.said.push(format!("Unknown unwind style: {s}"));
+                    match s {
+                        "libdw" => libdw = true,
+                        "libunwind" => libunwind = true,
+                        _ => a.said.push(format!("Unknown unwind style: {s}")),
                     }
                 }
+                a.unwind_styles = (libdw || libunwind).then_some((libdw, libunwind));
             }
             _ => return Err(Refusal::Usage(String::new())),
         },

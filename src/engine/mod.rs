@@ -104,7 +104,8 @@ fn open_dir(path: &Path, threads: Threads) -> perf_data::Result<perf_data::Input
         }
     }
     numbered.sort();
-    let files = numbered.iter().map(|(_, p)| map_file(p, Threads::Single)).collect::<perf_data::Result<Vec<_>>>()?;
+    let name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let files = numbered.iter().map(|(_, p)| Ok((name(p), map_file(p, Threads::Single)?))).collect::<perf_data::Result<Vec<_>>>()?;
     perf_data::Input::from_dir(data, files)
 }
 

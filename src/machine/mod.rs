@@ -394,14 +394,15 @@ impl Machine {
     }
 
     /// perf loads the kernel DSO the first time one of its maps is used
-    /// (`thread__find_map`), then resizes the map to cover its symbols, from
-    /// the first symbol's start to the last one's end (`map__fixup_start`,
-    /// `map__fixup_end`). Returns the map as it is now.
-    pub(crate) fn fixup_kernel_map(&mut self, map: &Map, range: Option<(u64, u64)>) -> Map {
+    /// (`thread__find_map`), then changes the map as the load says: from
+    /// kallsyms, resized to cover its symbols (`map__fixup_start`,
+    /// `map__fixup_end`); from a vmlinux, moved onto its `.text`. `fixed`:
+    /// the map as the load left it (`None`: unchanged). Returns the map as
+    /// it is now.
+    pub(crate) fn fixup_kernel_map(&mut self, map: &Map, fixed: Option<Map>) -> Map {
         self.epoch += 1;
         self.kernel_loaded.push(map.dso);
-        let Some((start, end)) = range else { return *map };
-        let new = Map { start, end, ..*map };
+        let Some(new) = fixed else { return *map };
         self.kernel_maps.remove(map.start);
         self.kernel_maps.insert(new);
         new

@@ -455,11 +455,12 @@ impl FrameFormatter {
         out.extend_from_slice(b" (");
         match map {
             Some(m) => {
+                let off = dsoff && self.symbolizer.is_object_file(&self.dsos, m.dso);
                 let dso = self.dsos.get(m.dso);
-                let name = dso.name.as_bytes();
+                let name = self.symbolizer.shown_kernel_name(m.dso, off).unwrap_or(&dso.name).as_bytes();
                 self.kept.name_at(out.len(), m.dso, name);
                 out.extend_from_slice(name);
-                if dsoff && self.symbolizer.is_object_file(&self.dsos, m.dso) {
+                if off {
                     out.extend_from_slice(b"+0x");
                     format::hex(out, addr, 0);
                 }

@@ -37,7 +37,7 @@ const PIPE_HEADER_SIZE: u64 = 16;
 impl Script {
     /// perf's `dump_event` and the record handler's own dump.
     pub(super) fn dump_record(&mut self, cx: &mut Context<'_>, ev: &RawEvent<'_>) {
-        let Some(file) = self.dump.clone() else { return };
+        let Some(file) = self.dump.as_ref().and_then(|names| names.get(ev.part as usize).or(names.first())).cloned() else { return };
         let rec = &ev.record;
         let (t, size) = (rec.header.type_, rec.header.size);
         // perf counts a pipe's offsets from the end of its 16-byte header.

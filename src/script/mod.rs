@@ -85,8 +85,9 @@ pub struct ScriptOptions {
     /// `-L`: perf's latency layout of the line start (`%8.8s` comm, `%3d`
     /// cpu).
     pub latency: bool,
-    /// `--show-kernel-path`: the kernel's DSO by its path.
-    pub show_kernel_path: bool,
+    /// `--unwind-style`: which unwinders perf would use for
+    /// `--call-graph dwarf` samples.
+    pub unwind_styles: crate::unwind::UnwindStyles,
     /// `-d`: check sample order instead of printing samples.
     pub debug_mode: bool,
     /// `--dsos`: only samples whose ip is in one of these DSOs (by short or
@@ -134,7 +135,7 @@ impl Default for ScriptOptions {
             reltime: false,
             deltatime: false,
             latency: false,
-            show_kernel_path: false,
+            unwind_styles: crate::unwind::UnwindStyles::default(),
             debug_mode: false,
             dsos: None,
             symbols: None,
@@ -237,8 +238,9 @@ pub(crate) struct Script {
     /// `--switch-on`/`--switch-off` (perf's `evswitch`).
     evswitch: EvSwitch,
     /// `-D`, `--dump-unsorted-raw-trace`: how the dump names the input
-    /// (`perf.data`, `pipe`).
-    pub dump: Option<String>,
+    /// (`perf.data`, `pipe`), by the file of a directory input the record
+    /// is in (`RawEvent::part`).
+    pub dump: Option<Vec<std::rc::Rc<str>>>,
     /// `--dump-unsorted-raw-trace`: records are shown in file order.
     pub dump_unordered: bool,
     /// Samples printed (perf's count for `--per-event-dump`).

@@ -166,13 +166,97 @@ impl<T> std::ops::DerefMut for KeepAtExit<T> {
 
 /// Prints `input` as `perf script` does, to `out`. Never panics on any
 /// input.
-pub fn run<W: Write + Send + 'static>(input: Input, source: Source<'_>, config: ScriptConfig, out: W) -> Report {
+pub fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: ScriptConfig, out: W) -> Report {
     match source.path {
-        Some(path) if config.per_event_dump && !input.pipe && config.header != HeaderMode::Only => {
-            per_event_dump(input, path, source, config, out)
+        Some(path) if config.per_event_dump && input.pipe && config.header != HeaderMode::Only => {
+            per_event_dump_pipe(input, path, source, config, out)
+        }
+        Some(path) if config.per_event_dump && config.header != HeaderMode::Only => {
+            let (evlist, features, _) = input.take_header();
+            let names = evlist.evsels.iter().map(|ev| ev.name.clone().unwrap_or_else(|| ev.name())).collect();
+            if let Some(info) = input.info.as_mut() {
+                info.evlist = evlist;
+                info.features = features;
+            }
+            let files = DumpFiles { read: path, named: path.display().to_string(), names };
+            per_event_dump(Some(input), files, source, config, out)
         }
         _ => run_once(input, source, config, out),
     }
+}
+
+/// What `--per-event-dump` reads and names its files after.
+struct DumpFiles<'a> {
+    /// The input to read once per event (and once more for the rest if
+    /// the caller's input is not given).
+    read: &'a std::path::Path,
+    /// The input's name in the files' names (perf's `data->file.path`).
+    named: String,
+    /// The events' names, in the session's order.
+    names: Vec<String>,
+}
+
+/// `--per-event-dump` on a pipe-mode input: perf creates each event's file
+/// as its ATTR record arrives, named after the event's name at that point
+/// (the name its attr gives: an EVENT_UPDATE comes later) and after the
+/// input's path, `(null)` for standard input. A stream (standard input, a
+/// FIFO) is copied to a temporary file first, removed at the end, so that
+/// it can be read once per event as a file is.
+fn per_event_dump_pipe<W: Write + Send + 'static>(mut input: Input, path: &std::path::Path, source: Source<'_>, config: ScriptConfig, out: W) -> Report {
+    let fail = |e: String| Report::stop(Outcome::Failed, vec![format!("pstitch: {}: {e}", source.name)]);
+    let named = if path == std::path::Path::new("-") { "(null)".to_string() } else { path.display().to_string() };
+    let spool = match Spool::new() {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot make a temporary copy of the input: {e}")),
+    };
+    let copied = std::fs::OpenOptions::new().write(true).open(&spool.0).map_err(perf_data::Error::Io).and_then(|mut f| input.spool(&mut f));
+    let read = match copied {
+        Ok(0) => path,
+        Ok(_) => spool.0.as_path(),
+        Err(e) => return fail(e.to_string()),
+    };
+    let names = match pipe_event_names(read, config.threads) {
+        Ok(n) => n,
+        Err(e) => return fail(e.to_string()),
+    };
+    let rest = (read == path).then_some(input);
+    per_event_dump(rest, DumpFiles { read, named, names }, source, config, out)
+}
+
+/// A temporary file, removed when dropped.
+struct Spool(std::path::PathBuf);
+
+impl Spool {
+    fn new() -> std::io::Result<Spool> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let p = std::env::temp_dir().join(format!("pstitch-per-event-{}-{nanos}.data", std::process::id()));
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&p)?;
+        Ok(Spool(p))
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The names a pipe-mode input's events have when their ATTR records
+/// arrive (perf's `evsel__name` of an attr without a name), in order. A
+/// record that cannot be read ends the list (the passes report it).
+fn pipe_event_names(path: &std::path::Path, threads: crate::engine::Threads) -> perf_data::Result<Vec<String>> {
+    let mut input = crate::engine::open_input(path, threads)?;
+    let endian = input.endian;
+    let mut records = input.records();
+    let mut names = Vec::new();
+    while let Ok(Some(r)) = records.next_record() {
+        if r.header.type_ == perf_data::record::kind::HEADER_ATTR
+            && let Some(attr) = r.bytes.get(perf_data::record::HEADER_SIZE..).and_then(|b| perf_data::attr::Attr::parse(b, endian))
+        {
+            names.push(perf_data::evlist::default_name(&attr));
+        }
+    }
+    Ok(names)
 }
 
 /// `--per-event-dump`: perf writes each event's samples to
@@ -180,16 +264,13 @@ pub fn run<W: Write + Send + 'static>(input: Input, source: Source<'_>, config: 
 /// ends the run) and everything else to `out`, followed by a line per file
 /// (`[ perf script: Wrote 0.059 MB perf.data.cpu-clock:u.dump (273 samples) ]`).
 /// pstitch reads the input once per event, then once for the rest.
-fn per_event_dump<W: Write + Send + 'static>(mut input: Input, path: &std::path::Path, source: Source<'_>, config: ScriptConfig, out: W) -> Report {
-    let (evlist, features, _) = input.take_header();
-    if let Some(info) = input.info.as_mut() {
-        info.evlist = evlist.clone();
-        info.features = features.clone();
-    }
+/// `input`: the input for the last pass (`None`: `files.read` is read
+/// again).
+fn per_event_dump<W: Write + Send + 'static>(input: Option<Input>, files: DumpFiles<'_>, source: Source<'_>, config: ScriptConfig, out: W) -> Report {
+    let DumpFiles { read: path, named, names } = files;
     let mut files = Vec::new();
-    for ev in &evlist.evsels {
-        let name = ev.name.clone().unwrap_or_else(|| ev.name());
-        let file_name = format!("{}.{name}.dump", path.display());
+    for name in names {
+        let file_name = format!("{named}.{name}.dump");
         match std::fs::File::create(&file_name) {
             Ok(f) => files.push((file_name, f)),
             Err(_) => return Report::stop(Outcome::Failed, vec!["Couldn't create the per event dump files".into()]),
@@ -221,6 +302,13 @@ fn per_event_dump<W: Write + Send + 'static>(mut input: Input, path: &std::path:
     let mut rest = config;
     rest.per_event_dump = false;
     rest.output.per_event = super::PerEvent::Others { trailer };
+    let input = match input {
+        Some(i) => i,
+        None => match crate::engine::open_input(path, rest.threads) {
+            Ok(i) => i,
+            Err(e) => return Report::stop(Outcome::Failed, vec![format!("pstitch: {}: {e}", source.name)]),
+        },
+    };
     run_once(input, source, rest, out)
 }
 
@@ -288,7 +376,12 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     let pipe = input.pipe;
     if dump != super::Dump::None {
         // perf names a pipe's records `pipe`, whatever the input's name.
-        script.dump = Some(if pipe { "pipe".into() } else { name.to_string() });
+        // A directory's records are named by their file (`perf.data/data.1`).
+        script.dump = Some(match input.part_names() {
+            _ if pipe => vec!["pipe".into()],
+            [] => vec![name.into()],
+            parts => parts.iter().map(|p| format!("{name}/{p}").into()).collect(),
+        });
         script.dump_unordered = dump == super::Dump::Unsorted;
     }
     if !pipe {
@@ -376,7 +469,7 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
 /// come from, cut at `--max-stack`.
 pub(crate) fn unwind_where_shown(opts: &mut SessionOptions, output: &ScriptOptions, symbols: &SymbolConfig) {
     if opts.unwind.is_none() && !output.hide_call_graph {
-        opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone() });
+        opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone(), styles: output.unwind_styles });
     }
 }
 

@@ -201,6 +201,9 @@ pub struct Session<'a> {
     /// The input offset of the first queued record read in place (what
     /// the source was last told to keep, see `keep_queued`).
     kept_from: u64,
+    /// The directory input's file of the record being processed or
+    /// delivered (`RawRecord::part`).
+    part: u32,
     decompressor: Option<Decompressor>,
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
     /// perf's `nr_cpus_avail` (HEADER_NRCPUS), for the CPU check.
@@ -255,6 +258,7 @@ impl<'a> Session<'a> {
             source,
             queue: OrderedEvents::default(),
             kept_from: u64::MAX,
+            part: 0,
             decompressor: None,
             progress: None,
             nr_cpus,
@@ -336,7 +340,8 @@ impl<'a> Session<'a> {
             if records.is_multiple_of(PROGRESS_EVERY) {
                 self.report(records, false);
             }
-            let RawRecord { offset, header, bytes } = raw;
+            let RawRecord { offset, part, header, bytes } = raw;
+            self.part = part;
             let bytes = match bytes {
                 std::borrow::Cow::Borrowed(b) => RecordBytes::Borrowed(b),
                 std::borrow::Cow::Owned(v) => RecordBytes::Owned(v.into_boxed_slice()),
@@ -434,7 +439,7 @@ impl<'a> Session<'a> {
                     self.kept_from = offset;
                     self.source.keep_from(offset);
                 }
-                self.queue.push(Queued { time: t, offset, inner, evsel: evsel as u32, bytes });
+                self.queue.push(Queued { time: t, offset, inner, evsel: evsel as u32, part: self.part, bytes });
                 if self.queue.owned_bytes() > self.limits.max_queued_bytes {
                     let max = self.limits.max_queued_bytes >> 20;
                     self.warnings.warn("queue-full", || {
@@ -452,6 +457,16 @@ impl<'a> Session<'a> {
     }
 
     fn deliver(&mut self, tool: &mut dyn Tool, offset: u64, inner: Option<u64>, evsel: usize, bytes: &[u8]) -> Result<()> {
+        let delivered = self.deliver_record(tool, offset, inner, evsel, bytes);
+        // What the unwinder of the samples just delivered has to say (in
+        // perf's order: when the first sample was unwound).
+        if let Some(said) = self.unwinder.as_mut().and_then(UserUnwinder::take_said) {
+            self.perf_say(|| said.to_string());
+        }
+        delivered
+    }
+
+    fn deliver_record(&mut self, tool: &mut dyn Tool, offset: u64, inner: Option<u64>, evsel: usize, bytes: &[u8]) -> Result<()> {
         let at = Where(offset, inner);
         let header = RecordHeader::parse(bytes, self.endian).ok_or_else(|| at.error(0, "record header truncated"))?;
         let t = header.type_;
@@ -507,8 +522,9 @@ impl<'a> Session<'a> {
             }
         }
         {
+            let part = self.part;
             let mut cx = self.parts().cx;
-            tool.dump(&mut cx, &RawEvent { offset, record, evsel: Some(evsel), id, sample: sample.as_deref() })?;
+            tool.dump(&mut cx, &RawEvent { offset, part, record, evsel: Some(evsel), id, sample: sample.as_deref() })?;
         }
         let delivered = match (t, sample) {
             (kind::SAMPLE, Some(s)) => self.deliver_sample(tool, offset, evsel, record, s),
@@ -679,6 +695,7 @@ impl<'a> Session<'a> {
     }
 
     fn deliver_queued(&mut self, tool: &mut dyn Tool, q: &Queued<'_>) -> Result<()> {
+        self.part = q.part;
         self.deliver(tool, q.offset, q.inner, q.evsel as usize, &q.bytes)
     }
 
@@ -757,8 +774,9 @@ impl<'a> Session<'a> {
         let mut why = Why::UserRecord;
         if !matches!(header.type_, kind::COMPRESSED | kind::COMPRESSED2) {
             let record = Record { header, bytes: bytes.get(..header.size as usize).unwrap_or(bytes), endian: e };
+            let part = self.part;
             let mut cx = self.parts().cx;
-            tool.dump(&mut cx, &RawEvent { offset, record, evsel: None, id: SampleId { time: 0, cpu: 0, pid: 0, tid: 0, id: None, stream_id: 0 }, sample: None })?;
+            tool.dump(&mut cx, &RawEvent { offset, part, record, evsel: None, id: SampleId { time: 0, cpu: 0, pid: 0, tid: 0, id: None, stream_id: 0 }, sample: None })?;
         }
         match header.type_ {
             kind::FINISHED_ROUND if self.unordered => {

@@ -56,6 +56,8 @@ pub struct Queued<'a> {
     /// records that came from a compressed chunk.
     pub inner: Option<u64>,
     pub evsel: u32,
+    /// The file of a directory input the record is in (`RawRecord::part`).
+    pub part: u32,
     pub bytes: RecordBytes<'a>,
 }
 
@@ -164,7 +166,7 @@ mod tests {
     use super::*;
 
     fn q(time: u64, offset: u64) -> Queued<'static> {
-        Queued { time, offset, inner: None, evsel: 0, bytes: RecordBytes::Borrowed(&[]) }
+        Queued { time, offset, inner: None, evsel: 0, part: 0, bytes: RecordBytes::Borrowed(&[]) }
     }
 
     fn flush_round(oe: &mut OrderedEvents<'static>) -> Vec<u64> {

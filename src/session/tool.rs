@@ -179,6 +179,10 @@ pub struct Event<'r> {
 #[derive(Debug, Clone, Copy)]
 pub struct RawEvent<'r> {
     pub offset: u64,
+    /// The file of a directory input the record is in (`offset` is within
+    /// it): 0 for `data` and for any other input, then the `data.N` files
+    /// in order.
+    pub part: u32,
     /// The record, its trailing payload (tracing data) left out.
     pub record: Record<'r>,
     /// The event of a kernel record; `None` for a user record.

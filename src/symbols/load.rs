@@ -60,6 +60,21 @@ pub struct Loaded {
     /// stopped reading midway). The DSO is still marked loaded, so the
     /// symbols stay; only the lookup that triggered the load finds nothing.
     pub failed_midway: bool,
+    /// The kernel map as a vmlinux's `.text` sets it (see [`KernelText`]);
+    /// `None` for every other load.
+    pub kernel_text: Option<KernelText>,
+}
+
+/// Where a vmlinux puts the kernel map (perf's remap of the kernel map in
+/// `dso__process_kernel_symbol`): `.text`'s address moved by the boot
+/// relocation, its size, and its file offset, to which the map's
+/// addresses now translate (symbol values are file offsets then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelText {
+    pub start: u64,
+    /// Exclusive.
+    pub end: u64,
+    pub pgoff: u64,
 }
 
 /// perf's `dso__build_id_equal`.
@@ -276,7 +291,7 @@ fn failed(mut loaded: Loaded) -> Loaded {
 
 /// A symbol named `raw` in the object file, its name demangled (when
 /// asked for) once it is needed; `plt`: the PLT entry for it.
-fn named_sym(start: u64, len: u64, binding: u8, typ: u8, raw: &[u8], plt: bool, search: &Search<'_>) -> Sym {
+pub(super) fn named_sym(start: u64, len: u64, binding: u8, typ: u8, raw: &[u8], plt: bool, search: &Search<'_>) -> Sym {
     let raw = crate::symbols::symtab::shared_str(raw);
     if search.demangle {
         Sym::mangled(start, len, binding, typ, raw, plt)
@@ -334,20 +349,7 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
     let mut new = Vec::with_capacity(elf.symbol_iter(sec_idx).size_hint().0);
     for sym in elf.symbol_iter(sec_idx) {
         let typ = sym.typ();
-        let is_label = typ == elf::STT_NOTYPE
-            && sym.st_name != 0
-            && sym.st_shndx != elf::SHN_UNDEF
-            && sym.st_shndx != elf::SHN_ABS
-            && sym.visibility() != elf::STV_HIDDEN
-            && sym.visibility() != elf::STV_INTERNAL;
-        let is_func = (typ == elf::STT_FUNC || typ == elf::STT_GNU_IFUNC) && sym.st_name != 0 && sym.st_shndx != elf::SHN_UNDEF;
-        let is_object = typ == elf::STT_OBJECT && sym.st_name != 0 && sym.st_shndx != elf::SHN_UNDEF;
-        if !is_label && !is_func && !is_object {
-            continue;
-        }
-        if sym.st_shndx == elf::SHN_ABS {
-            continue;
-        }
+        let Some(is_label) = kept_symbol(&sym) else { continue };
         let Some(mut shdr) = elf.sections.get(sym.st_shndx as usize) else {
             return Err(Some(new));
         };
@@ -360,12 +362,8 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
             };
             shdr = r;
         }
-        if is_label {
-            let n = &shdr.name;
-            let has = |w: &[u8]| n.windows(w.len()).any(|x| x == w);
-            if !has(b"text") && !has(b"data") {
-                continue;
-            }
+        if is_label && !label_section(shdr) {
+            continue;
         }
         let value = adjust_value(run, &sym, shdr.sh_addr, shdr.sh_offset);
         new.push(match strtab {
@@ -380,6 +378,30 @@ fn read_sym_table(loaded: &mut Loaded, syms_ss: &SymSrc, runtime_ss: &SymSrc, se
         loaded.syms.fixup_duplicate();
     }
     Ok(nr)
+}
+
+/// Whether perf's `dso__load_sym_internal` takes `sym` at all: a named,
+/// defined function (`elf_sym__filter`) or object, or a label (a visible
+/// `STT_NOTYPE` symbol, then only in a text or data section: see
+/// [`label_section`]); never an absolute symbol. `Some(is_label)` if so.
+pub(super) fn kept_symbol(sym: &ElfSym<'_>) -> Option<bool> {
+    let typ = sym.typ();
+    let is_label = typ == elf::STT_NOTYPE
+        && sym.st_name != 0
+        && sym.st_shndx != elf::SHN_UNDEF
+        && sym.st_shndx != elf::SHN_ABS
+        && sym.visibility() != elf::STV_HIDDEN
+        && sym.visibility() != elf::STV_INTERNAL;
+    let is_func = (typ == elf::STT_FUNC || typ == elf::STT_GNU_IFUNC) && sym.st_name != 0 && sym.st_shndx != elf::SHN_UNDEF;
+    let is_object = typ == elf::STT_OBJECT && sym.st_name != 0 && sym.st_shndx != elf::SHN_UNDEF;
+    ((is_label || is_func || is_object) && sym.st_shndx != elf::SHN_ABS).then_some(is_label)
+}
+
+/// perf's `elf_sec__filter` for labels: the section's name has "text" or
+/// "data" in it.
+pub(super) fn label_section(shdr: &elf::Section) -> bool {
+    let has = |w: &[u8]| shdr.name.windows(w.len()).any(|x| x == w);
+    has(b"text") || has(b"data")
 }
 
 fn adjust_value(run: &Elf, sym: &ElfSym<'_>, sh_addr: u64, sh_offset: u64) -> u64 {

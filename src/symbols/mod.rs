@@ -9,6 +9,7 @@
 //! | finding the file, `.symtab`/`.dynsym`, PLT | `dso__load`, `symbol-elf.c` | [`load`] |
 //! | symbol order, ends, aliases | `symbol.c` | [`symtab`] |
 //! | kernel symbols | `dso__load_kallsyms` | [`kallsyms`] |
+//! | kernel symbols from `-k` | `dso__load_vmlinux` | [`vmlinux`] |
 //! | names | `demangle_sym` | [`demangle`] |
 
 pub mod a2l;
@@ -22,6 +23,7 @@ pub mod rbtree;
 mod rust_v0;
 mod shape;
 pub mod symtab;
+mod vmlinux;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -44,6 +46,9 @@ pub struct SymbolConfig {
     /// `-k`: kernel symbols from this vmlinux (an ELF file) rather than
     /// kallsyms.
     pub vmlinux: Option<PathBuf>,
+    /// `--show-kernel-path`: the kernel's DSO shown by its long name (the
+    /// vmlinux a `-k` load took its symbols from).
+    pub show_kernel_path: bool,
     /// The build-id cache (`PERF_BUILDID_DIR`, else `~/.debug`).
     pub buildid_dir: Option<PathBuf>,
     pub demangle: bool,
@@ -61,6 +66,12 @@ impl SymbolConfig {
     /// from `/proc/kallsyms`, no build-id cache.
     pub fn perf() -> SymbolConfig {
         SymbolConfig { demangle: true, inline: true, ..SymbolConfig::default() }
+    }
+
+    /// Whether the kernel's symbols come from `-k` (perf looks at
+    /// `--kallsyms` first).
+    pub(crate) fn uses_vmlinux(&self) -> bool {
+        self.kallsyms.is_none() && self.vmlinux.is_some()
     }
 
     /// The symfs as perf uses it (empty or `/` is the same as none).
@@ -499,13 +510,28 @@ impl Symbolizer {
         if Self::loads_from_file(dso.kind) {
             return self.load_file(&dso.name, dso.kind, dso.build_id.as_deref());
         }
-        let long_name = dso.name.clone();
+        let mut long_name = dso.name.clone();
         let short_name: Rc<str> = match long_name.rfind('/') {
             Some(p) if dso.kind != DsoKind::Kernel => long_name[p + 1..].into(),
             _ => long_name.clone(),
         };
         let mut kernel = false;
         let loaded = match dso.kind {
+            DsoKind::Kernel if self.config.uses_vmlinux() => {
+                kernel = true;
+                let given = self.config.vmlinux.as_deref().expect("matched").to_string_lossy().into_owned();
+                // perf: an absolute path as it is, a relative one in the symfs.
+                let path = if given.starts_with('/') { PathBuf::from(&given) } else { self.search(self.symfs().as_deref()).join(&given) };
+                let bid = dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned());
+                let rr = dso.ref_reloc.as_ref().map(|(n, a)| (&**n, *a));
+                match vmlinux::load(&path, bid.as_deref(), rr, self.config.demangle_kernel) {
+                    Some(l) => {
+                        long_name = given.into();
+                        l
+                    }
+                    None => Loaded::default(),
+                }
+            }
             DsoKind::Kernel => {
                 kernel = true;
                 let mut l = Loaded::default();
@@ -577,13 +603,33 @@ impl Symbolizer {
         base.exists().then_some(base)
     }
 
-    /// Loads a kernel DSO and returns the range its map takes afterwards
-    /// (first symbol's start, last symbol's end), if it has symbols.
-    pub(crate) fn kernel_map_range(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> Option<(u64, u64)> {
-        let st = self.state(dsos, dso);
+    /// Loads a kernel DSO and returns its map `map` as the load leaves it:
+    /// on the vmlinux's `.text`, or (from kallsyms) from the first symbol's
+    /// start to the last one's end, if it has symbols.
+    pub(crate) fn kernel_map_fixed(&mut self, dsos: &Dsos, map: &Map) -> Option<Map> {
+        let st = self.state(dsos, map.dso);
+        if let Some(t) = st.loaded.kernel_text {
+            return Some(Map { start: t.start, end: t.end, pgoff: t.pgoff, kind: crate::machine::MapKind::Dso, ..*map });
+        }
+        if self.config.uses_vmlinux() {
+            return None; // a vmlinux refused or without .text symbols
+        }
+        let st = self.state(dsos, map.dso);
         let syms = &mut st.loaded.syms;
         let start = syms.first()?.start;
-        Some((start, syms.last()?.end))
+        Some(Map { start, end: syms.last()?.end, ..*map })
+    }
+
+    /// The name the kernel's DSO is printed with when it is not the
+    /// recording's: its long name (a `-k` vmlinux, once loaded) with
+    /// `--show-kernel-path`, or when its offset is printed (`dsoff`, the
+    /// name being a `[...]` one: perf's `prefer_dso_long_name`).
+    pub(crate) fn shown_kernel_name(&self, id: crate::machine::DsoId, offset_printed: bool) -> Option<&str> {
+        if !self.config.show_kernel_path && !offset_printed {
+            return None;
+        }
+        let st = self.dsos.get(id as usize)?.as_ref()?;
+        st.kernel.then_some(&*st.long_name)
     }
 
     /// perf's `thread__find_map`: the map of `ip` for thread `tid` in
@@ -592,8 +638,8 @@ impl Symbolizer {
     pub fn find_map(&mut self, machine: &mut crate::machine::Machine, tid: i32, mode: crate::machine::CpuMode, ip: u64) -> Result<Map, (u64, u64)> {
         let map = machine.find_map_or_gap(tid, mode, ip)?;
         if machine.kernel_map_unloaded(&map) {
-            let range = self.kernel_map_range(&machine.dsos, map.dso);
-            return Ok(machine.fixup_kernel_map(&map, range));
+            let fixed = self.kernel_map_fixed(&machine.dsos, &map);
+            return Ok(machine.fixup_kernel_map(&map, fixed));
         }
         Ok(map)
     }
@@ -607,11 +653,11 @@ impl Symbolizer {
     }
 
     /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
-    /// from kallsyms, a perf map or a KSYMBOL record (`-F dsoff` prints no
-    /// offset for them).
+    /// from kallsyms (not a vmlinux), a perf map or a KSYMBOL record (`-F
+    /// dsoff` prints no offset for them).
     pub(crate) fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
-        let from_text = matches!(st.kind, DsoKind::Kernel | DsoKind::Ksymbol) || is_perf_pid_map_name(&st.long_name);
+        let from_text = (st.kind == DsoKind::Kernel && st.loaded.kernel_text.is_none()) || st.kind == DsoKind::Ksymbol || is_perf_pid_map_name(&st.long_name);
         !from_text || st.loaded.syms.is_empty()
     }
 

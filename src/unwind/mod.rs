@@ -45,7 +45,7 @@ pub(crate) use modules::ModuleSpace;
 pub(crate) use object::Object;
 pub(crate) use regs::{Arch, Regs, abi};
 pub(crate) use user::UserUnwinder;
-pub use user::{UnwindOptions, UnwindStats};
+pub use user::{UnwindOptions, UnwindStats, UnwindStyles};
 
 use memory::Memory;
 use regs::RegFile;

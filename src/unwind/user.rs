@@ -51,7 +51,27 @@ pub struct UnwindOptions {
     /// Where the object files are: the symfs and the build-id cache, as
     /// the symbolizer looks for them.
     pub files: SymbolConfig,
+    /// `--unwind-style`: the unwinders asked for.
+    pub styles: UnwindStyles,
 }
+
+/// perf's `--unwind-style` list (the last one given): perf 7.2 (Debian's
+/// build) has libdw only; asking for libunwind gets an error when the first
+/// sample is unwound, and a list without libdw unwinds nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnwindStyles {
+    pub libdw: bool,
+    pub libunwind: bool,
+}
+
+impl Default for UnwindStyles {
+    fn default() -> Self {
+        UnwindStyles { libdw: true, libunwind: false }
+    }
+}
+
+/// What perf 7.2 says when libunwind is asked for.
+const NO_LIBUNWIND: &str = "Error: libunwind dwarf unwinding not built into perf";
 
 /// What became of the samples that were to be unwound.
 #[derive(Debug, Default, Clone)]
@@ -112,6 +132,10 @@ pub(crate) struct UserUnwinder {
     /// The frames of the last sample unwound.
     frames: Vec<u64>,
     pub stats: UnwindStats,
+    styles: UnwindStyles,
+    /// perf's error about libunwind: `Some(Some(_))` to be said,
+    /// `Some(None)` said.
+    said: Option<Option<&'static str>>,
 }
 
 /// The object files of the recording's DSOs, found and parsed once each.
@@ -156,7 +180,17 @@ impl UserUnwinder {
             spaces: FastMap::default(),
             frames: Vec::new(),
             stats: UnwindStats::default(),
+            styles: options.styles,
+            said: None,
         }
+    }
+
+    /// perf's error about libunwind, once, after the first sample it
+    /// unwound (see [`UnwindStyles`]).
+    pub(crate) fn take_said(&mut self) -> Option<&'static str> {
+        let said = self.said?;
+        self.said = Some(None);
+        said
     }
 
     /// Whether perf unwinds samples of an event with this `sample_type`.
@@ -172,6 +206,12 @@ impl UserUnwinder {
     pub(crate) fn unwind(&mut self, machine: &Machine, s: &PerfSample<'_>, endian: Endian, arch: Option<&str>) -> &[u64] {
         self.frames.clear();
         let (Some(regs), Some(stack)) = (s.user_regs, s.user_stack) else { return &self.frames };
+        if self.styles.libunwind && self.said.is_none() {
+            self.said = Some(Some(NO_LIBUNWIND));
+        }
+        if !self.styles.libdw {
+            return &self.frames;
+        }
         // perf: no user registers (a kernel thread), nothing captured.
         if regs.abi == super::abi::NONE || regs.values.is_empty() {
             return &self.frames;

@@ -18,6 +18,15 @@ pub fn binary() -> PathBuf {
     std::path::absolute(&bin).unwrap_or(bin)
 }
 
+/// Makes the vmlinux-like files the `-k` variants name
+/// (`tests/fixtures/vmlinux/specs`: generated, too big to commit).
+pub fn make_vmlinux_fixtures() {
+    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmlinux/specs");
+    if let Err(e) = pstitch_fixtures::vmlinux::make_all(&specs) {
+        panic!("{}: {e}", specs.display());
+    }
+}
+
 /// Every `(case dir, variant)` of the golden cases `has` accepts: the
 /// variants are the `<variant>.args` files in `dir(case)`, in name order.
 pub fn variants(has: impl Fn(&Path) -> bool, dir: impl Fn(&Path) -> PathBuf) -> Vec<(PathBuf, String)> {

@@ -223,9 +223,8 @@ pub fn default_name(attr: &Attr) -> String {
             None => format!("unknown-software{}", modifiers(attr)),
         },
         event_type::RAW => format!("raw {:#x}{}", attr.config, modifiers(attr)),
-        // perf 7.2 names the tracepoint from tracefs by id; the reference
-        // perf has no tracefs, and a name that depends on the machine
-        // reading the file would not be reproducible anyway.
+        // The format (and so the name) comes with the tracing data; perf
+        // 7.2 names the event by its id until then.
         event_type::TRACEPOINT => format!("unknown tracepoint id={}", crate::bytes::alt_hex(attr.config)),
         event_type::BREAKPOINT => format!("mem:{:#x}{}", attr.config1, modifiers(attr)),
         _ => format!("unknown attr type: {}", attr.type_),

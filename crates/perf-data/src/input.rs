@@ -17,6 +17,10 @@ pub struct Input {
     /// A `perf record --threads` directory's `data.N` files (the header
     /// and the first records are in its `data` file, `bytes`).
     dir_files: Vec<FileBytes>,
+    /// The names of a directory's files that hold records (`data` first,
+    /// then the `data.N` files read), by part number (see
+    /// [`crate::RawRecord::part`]).
+    dir_names: Vec<String>,
     dir: bool,
     stdin: Option<Box<dyn Stream>>,
     pub pipe: bool,
@@ -47,11 +51,11 @@ impl Input {
             return Err(Error::at(0, "empty file"));
         }
         if let Some(endian) = header::is_pipe_header(&bytes) {
-            return Ok(Input { bytes: Some(bytes), dir_files: Vec::new(), dir: false, stdin: None, pipe: true, endian, info: None });
+            return Ok(Input { bytes: Some(bytes), dir_files: Vec::new(), dir_names: Vec::new(), dir: false, stdin: None, pipe: true, endian, info: None });
         }
         let info = FileInfo::parse(&bytes)?;
         let endian = info.header.endian;
-        Ok(Input { bytes: Some(bytes), dir_files: Vec::new(), dir: false, stdin: None, pipe: false, endian, info: Some(info) })
+        Ok(Input { bytes: Some(bytes), dir_files: Vec::new(), dir_names: Vec::new(), dir: false, stdin: None, pipe: false, endian, info: Some(info) })
     }
 
     /// A stream: pipe mode, or a file-mode perf.data that arrives on a pipe
@@ -77,7 +81,7 @@ impl Input {
             return Err(Error::at(0, format!("input too short for a perf.data header ({got} bytes)")));
         }
         if let Some(endian) = header::is_pipe_header(&head) {
-            return Ok(Input { bytes: None, dir_files: Vec::new(), dir: false, stdin: Some(r), pipe: true, endian, info: None });
+            return Ok(Input { bytes: None, dir_files: Vec::new(), dir_names: Vec::new(), dir: false, stdin: Some(r), pipe: true, endian, info: None });
         }
         if header::detect_magic(&head).is_none() {
             return Err(Error::at(0, "not a perf.data file (bad magic)"));
@@ -92,17 +96,43 @@ impl Input {
 
     /// A `perf record --threads` (or `--data`) directory: `data` is its
     /// `data` file, `files` its `data.N` files in the order to read them.
-    pub fn from_dir(data: FileBytes, files: Vec<FileBytes>) -> Result<Input> {
+    /// A directory input: its `data` file and its `data.N` files, each
+    /// with its name (empty files hold no records and are left out).
+    pub fn from_dir(data: FileBytes, files: Vec<(String, FileBytes)>) -> Result<Input> {
         let mut input = Input::from_bytes(data)?;
         if input.pipe {
             return Err(Error::at(0, "the data file of a directory input is in pipe format"));
         }
-        input.dir_files = files.into_iter().filter(|f| !f.is_empty()).collect();
+        let files: Vec<_> = files.into_iter().filter(|(_, f)| !f.is_empty()).collect();
+        input.dir_names = std::iter::once("data".to_string()).chain(files.iter().map(|(n, _)| n.clone())).collect();
+        input.dir_files = files.into_iter().map(|(_, f)| f).collect();
         input.dir = true;
         Ok(input)
     }
 
     /// Whether the input is a directory (`perf record --threads`).
+    /// A pipe-mode input read from a stream (standard input, a FIFO),
+    /// copied whole to `to`: its header (as it was read: the magic and the
+    /// header size in the input's byte order) and everything the stream
+    /// still holds. The input has no records left afterwards. Returns the
+    /// bytes copied; `Ok(0)` for any other input (nothing is copied).
+    pub fn spool(&mut self, to: &mut dyn std::io::Write) -> Result<u64> {
+        let Some(mut r) = self.stdin.take() else { return Ok(0) };
+        let bytes = |v: u64| match self.endian {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        };
+        let head = [bytes(header::MAGIC), bytes(PIPE_HEADER_SIZE as u64)].concat();
+        to.write_all(&head)?;
+        Ok(head.len() as u64 + std::io::copy(&mut r, to)?)
+    }
+
+    /// The names of the files a directory input's records come from, by
+    /// [`crate::RawRecord::part`] (empty for any other input).
+    pub fn part_names(&self) -> &[String] {
+        if self.dir_files.is_empty() { &[] } else { &self.dir_names }
+    }
+
     pub fn is_dir(&self) -> bool {
         self.dir
     }

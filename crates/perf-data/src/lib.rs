@@ -73,6 +73,10 @@ use record::{HEADER_SIZE, RecordHeader, kind};
 #[derive(Debug, Clone)]
 pub struct RawRecord<'a> {
     pub offset: u64,
+    /// Which file of a directory input the record is in (`offset` is
+    /// within that file): 0 for `data` (and for any other input), then the
+    /// `data.N` files in order (see `Input::part_names`).
+    pub part: u32,
     pub header: RecordHeader,
     pub bytes: Cow<'a, [u8]>,
 }
@@ -342,6 +346,7 @@ impl<'a> RecordSource<'a> {
                         continue;
                     }
                     let off = part.pos as u64;
+                    let number = *turn as u32;
                     let avail = part.data.get(part.pos..part.end).unwrap_or(&[]);
                     let (header, total) = record_at(avail, off, *endian)?;
                     part.pos += total;
@@ -351,7 +356,7 @@ impl<'a> RecordSource<'a> {
                         *turn = (*turn + 1) % n;
                         *used = 0;
                     }
-                    return Ok(Some(RawRecord { offset: off, header, bytes: Cow::Borrowed(&avail[..total]) }));
+                    return Ok(Some(RawRecord { offset: off, part: number, header, bytes: Cow::Borrowed(&avail[..total]) }));
                 }
                 Ok(None)
             }
@@ -376,7 +381,7 @@ impl<'a> RecordSource<'a> {
                     b.reading_at(*pos);
                     *tell_at = pos.saturating_add(TELL_EVERY);
                 }
-                Ok(Some(RawRecord { offset: off, header, bytes: Cow::Borrowed(&avail[..total]) }))
+                Ok(Some(RawRecord { offset: off, part: 0, header, bytes: Cow::Borrowed(&avail[..total]) }))
             }
             Source::Stream { reader, pos, endian } => {
                 let off = *pos;
@@ -431,7 +436,7 @@ impl<'a> RecordSource<'a> {
                     }
                 }
                 *pos += consumed;
-                Ok(Some(RawRecord { offset: off, header, bytes: Cow::Owned(buf) }))
+                Ok(Some(RawRecord { offset: off, part: 0, header, bytes: Cow::Owned(buf) }))
             }
         }
     }
