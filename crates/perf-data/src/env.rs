@@ -3,9 +3,10 @@
 //! descriptions, groups, sched domains, ... Each section is read only
 //! inside itself; a section perf would refuse gives perf's message.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use crate::attr::{ATTR_SIZE_VER0, Attr};
+use crate::bpf::BpfProg;
 use crate::bytes::{Endian, until_nul};
 use crate::evlist::Evlist;
 
@@ -188,8 +189,10 @@ pub struct Env {
     pub is_dir: bool,
     pub dir_version: u64,
     pub clock: Option<ClockData>,
-    pub bpf_progs: usize,
-    pub btf_ids: BTreeSet<u32>,
+    /// HEADER_BPF_PROG_INFO by program id (the first entry of an id).
+    pub bpf_progs: BTreeMap<u32, BpfProg>,
+    /// HEADER_BPF_BTF: BTF blobs by id (the first entry of an id).
+    pub btfs: BTreeMap<u32, Vec<u8>>,
     pub comp_type: u32,
     pub comp_level: u32,
     pub comp_ratio: u32,
@@ -344,17 +347,15 @@ impl Env {
                 }
                 let count = ff.u32()?;
                 ff.count_fits("BPF_PROG_INFO", count as u64, 16, "entries")?;
-                let mut ids = BTreeSet::new();
                 for _ in 0..count {
                     let info_len = ff.u32()?;
                     let data_len = ff.u32()?;
-                    let _arrays = ff.u64()?;
+                    let arrays = ff.u64()?;
                     let info = ff.bytes(info_len as usize)?;
-                    ff.bytes(data_len as usize)?;
-                    // struct bpf_prog_info { u32 type; u32 id; ... }
-                    ids.insert(endian.read_u32(info, 4).unwrap_or(0));
+                    let data = ff.bytes(data_len as usize)?;
+                    let prog = BpfProg::parse(info, data, arrays, endian).ok_or("detected invalid bpf_prog_info")?;
+                    self.bpf_progs.entry(prog.id).or_insert(prog);
                 }
-                self.bpf_progs = ids.len();
             }
             26 => {
                 if endian != Endian::NATIVE {
@@ -365,8 +366,8 @@ impl Env {
                 for _ in 0..count {
                     let id = ff.u32()?;
                     let size = ff.u32()?;
-                    ff.bytes(size as usize)?;
-                    self.btf_ids.insert(id);
+                    let blob = ff.bytes(size as usize)?;
+                    self.btfs.entry(id).or_insert_with(|| blob.to_vec());
                 }
             }
             27 => {

@@ -39,6 +39,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attr;
+pub mod bpf;
 pub mod bytes;
 pub mod compressed;
 pub mod env;

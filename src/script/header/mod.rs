@@ -366,15 +366,12 @@ impl Printer<'_> {
             24 => {
                 let _ = writeln!(out, "# directory data version : {}", env.dir_version);
             }
-            // perf prints each program's jited functions; decoding
-            // bpf_prog_info for that is not done, so pstitch prints what
-            // perf prints for programs without any: nothing.
-            25 if env.bpf_progs == 0 => out.extend_from_slice(b"# bpf_prog_info empty\n"),
+            25 => print_bpf_prog_info(out, env),
             26 => {
-                if env.btf_ids.is_empty() {
+                if env.btfs.is_empty() {
                     out.extend_from_slice(b"# btf info empty\n");
                 }
-                for id in &env.btf_ids {
+                for id in env.btfs.keys() {
                     let _ = writeln!(out, "# btf info of id {id}");
                 }
             }
@@ -496,6 +493,31 @@ impl Printer<'_> {
                 out.extend_from_slice(b"\n# Domain cpu list  : ");
                 out.extend_from_slice(&d.cpulist);
                 out.push(b'\n');
+            }
+        }
+    }
+}
+
+/// perf's `print_bpf_prog_info`: each program by id, one line for a
+/// single function, else a line per function (`__bpf_event__print_bpf_prog_info`).
+fn print_bpf_prog_info(out: &mut Vec<u8>, env: &Env) {
+    if env.bpf_progs.is_empty() {
+        out.extend_from_slice(b"# bpf_prog_info empty\n");
+    }
+    for p in env.bpf_progs.values() {
+        let blob = env.btfs.get(&p.btf_id).filter(|_| p.btf_id != 0);
+        let btf = blob.and_then(|b| perf_data::bpf::Btf::parse(b, perf_data::bytes::Endian::NATIVE));
+        match p.funcs.len() {
+            0 => {}
+            1 => {
+                let f = &p.funcs[0];
+                let _ = writeln!(out, "# bpf_prog_info {}: {} addr {:#x} size {}", p.id, p.func_name(0, btf.as_ref()), f.addr, f.len);
+            }
+            _ => {
+                let _ = writeln!(out, "# bpf_prog_info {}:", p.id);
+                for (i, f) in p.funcs.iter().enumerate() {
+                    let _ = writeln!(out, "# \tsub_prog {i}: {} addr {:#x} size {}", p.func_name(i, btf.as_ref()), f.addr, f.len);
+                }
             }
         }
     }
