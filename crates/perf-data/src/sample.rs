@@ -627,6 +627,46 @@ mod tests {
     }
 
     #[test]
+    fn branch_stacks_and_weight_structs() {
+        use branch_sample_type::{COUNTERS, HW_INDEX};
+        let attr = Attr { sample_type: IP | BRANCH_STACK | WEIGHT_STRUCT, branch_sample_type: HW_INDEX, ..Attr::default() };
+        let flags = 1 | 1 << 2 | 37 << 4 | 15 << 20 | 2 << 24 | 5 << 26 | 1 << 33;
+        let body = le(&[0x10, 2, 7, 0xa, 0xb, flags, 0xc, 0xd, 0, 0x2222_1111_0000_0064]);
+        let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
+        let b = s.branch_stack.unwrap();
+        assert_eq!((b.len(), b.hw_idx, b.counters.is_none()), (2, Some(7), true));
+        let e: Vec<BranchEntry> = b.iter().collect();
+        assert_eq!((e[0].from, e[0].to, e[1].from, e[1].to, e[1].flags), (0xa, 0xb, 0xc, 0xd, BranchFlags(0)));
+        let f = e[0].flags;
+        assert!(f.mispred() && !f.predicted() && f.in_tx() && !f.abort() && f.not_taken());
+        assert_eq!((f.cycles(), f.branch_type(), f.spec(), f.new_type(), f.privilege()), (37, 15, 2, 5, 0));
+        assert_eq!((s.weight, s.ins_lat, s.retire_lat), (100, 0x1111, 0x2222));
+        // Without HW_INDEX, with counters; a plain WEIGHT word is the weight.
+        let attr = Attr { sample_type: BRANCH_STACK | WEIGHT, branch_sample_type: COUNTERS, ..Attr::default() };
+        let body = le(&[1, 0xa, 0xb, 0, 9, 1 << 40]);
+        let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
+        let b = s.branch_stack.unwrap();
+        assert_eq!((b.len(), b.hw_idx, b.counters.map(|c| c.get(0))), (1, None, Some(Some(9))));
+        assert_eq!((s.weight, s.ins_lat), (1 << 40, 0));
+        // An entry count the record cannot hold is a truncation.
+        assert_eq!(Sample::parse(&le(&[u64::MAX / 2, 0xa]), &attr, Endian::Little).unwrap_err(), SampleError::Truncated("BRANCH_STACK"));
+    }
+
+    #[test]
+    fn big_endian_branch_flags_move_to_the_little_endian_layout() {
+        // A big-endian kernel allocates bit fields from the top: mispred
+        // is bit 63, cycles bits 44..60, type 40..44.
+        let be = 1u64 << 63 | 37 << 44 | 6 << 40;
+        let f = BranchFlags::from_big_endian(be);
+        assert!(f.mispred() && !f.predicted());
+        assert_eq!((f.cycles(), f.branch_type()), (37, 6));
+        let body: Vec<u8> = [1u64, 0xa, 0xb, be].iter().flat_map(|w| w.to_be_bytes()).collect();
+        let attr = Attr { sample_type: BRANCH_STACK, ..Attr::default() };
+        let s = Sample::parse(&body, &attr, Endian::Big).unwrap();
+        assert_eq!(s.branch_stack.unwrap().iter().next().unwrap().flags, f);
+    }
+
+    #[test]
     fn parses_common_layout() {
         let attr = Attr { sample_type: IP | TID | TIME | CPU | PERIOD | CALLCHAIN, ..Attr::default() };
         let body = le(&[0x1234, (7u64 << 32) | 5, 99, 3, 250000, 2, 0xffff_ffff_ffff_ff80, 0x55]);
