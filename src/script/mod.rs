@@ -415,8 +415,7 @@ impl Script {
             self.ip_opts[ty] = IpOpts::from_fields(t.fields);
             self.checked[ty] = true;
         }
-        self.track_loads = self.opts.fields.types.iter().any(|t| t.fields & f::BRSTACKOFF != 0);
-        self.branch_lookups = self.opts.fields.types.iter().any(|t| t.fields & (f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF) != 0);
+        self.branch_fields_checked();
         if !self.opts.hide_call_graph && !evlist.is_empty() {
             self.use_callchain = evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN));
         }
@@ -1020,7 +1019,16 @@ impl Tool for Script {
         }
         self.ip_opts[ty] = IpOpts::from_fields(self.opts.fields.types[ty].fields);
         self.checked[ty] = true;
+        self.branch_fields_checked();
         Ok(())
+    }
+
+    /// What the branch-stack fields left after the checks need of the
+    /// reading side (see [`branch`]).
+    fn branch_fields_checked(&mut self) {
+        let any = |bits: fields::Field| self.opts.fields.types.iter().any(|t| t.fields & bits != 0);
+        self.track_loads = any(f::BRSTACKOFF);
+        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF);
     }
 
     /// Pipe mode: perf prints the features as they arrive (with
