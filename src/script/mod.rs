@@ -437,6 +437,14 @@ impl Script {
         Ok(())
     }
 
+    /// What the branch-stack fields left after the checks need of the
+    /// reading side (see [`branch`]).
+    fn branch_fields_checked(&mut self) {
+        let any = |bits: fields::Field| self.opts.fields.types.iter().any(|t| t.fields & bits != 0);
+        self.track_loads = any(f::BRSTACKOFF);
+        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF);
+    }
+
     /// Prints pipe-mode features as they arrive (see [`header::FeatureStream`]).
     pub fn print_features(&mut self, stream: header::FeatureStream) {
         self.features = Some(stream);
@@ -1021,14 +1029,6 @@ impl Tool for Script {
         self.checked[ty] = true;
         self.branch_fields_checked();
         Ok(())
-    }
-
-    /// What the branch-stack fields left after the checks need of the
-    /// reading side (see [`branch`]).
-    fn branch_fields_checked(&mut self) {
-        let any = |bits: fields::Field| self.opts.fields.types.iter().any(|t| t.fields & bits != 0);
-        self.track_loads = any(f::BRSTACKOFF);
-        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF);
     }
 
     /// Pipe mode: perf prints the features as they arrive (with
