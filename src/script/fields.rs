@@ -411,7 +411,7 @@ impl OutputFields {
                     "Display of branch stack assembler requested, but non all-branch filter set\nHint: run 'perf record -b ...'".into(),
                 ));
             }
-            return Err(unsupported(insn & insn.wrapping_neg(), ""));
+            return Err(unsupported(insn & insn.wrapping_neg(), " (it disassembles the code between branches)"));
         }
         if has(f::BRCNTR, self) {
             if self.combined_branch_type & BRANCH_COUNTERS == 0 {
@@ -567,5 +567,9 @@ mod tests {
         let mut o = OutputFields { combined_branch_type: BRANCH_ANY | BRANCH_COUNTERS, ..OutputFields::default() };
         o.parse("ip,brcntr").unwrap();
         assert!(o.check_attr(&branches, "cpu-clock", false).unwrap_err().0.starts_with("pstitch does not support the 'brcntr' field"));
+        let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
+        o.parse("ip,brstackinsnlen").unwrap();
+        let e = o.check_attr(&branches, "cpu-clock", false).unwrap_err().0;
+        assert_eq!(e, "pstitch does not support the 'brstackinsnlen' field (it disassembles the code between branches)");
     }
 }
