@@ -94,6 +94,11 @@ impl Script {
             // get and add leave a map they return at the front.
             last_front = map.is_some().then_some(mode);
             let map = map.copied();
+            if self.track_loads
+                && let Some(m) = &map
+            {
+                self.loaded_dsos.mark(m.dso);
+            }
             self.frame_line(machine, ip, map.as_ref(), code);
             if stop_bt && code & CODE_COOKIE == 0 && self.stops_backtrace(machine, ip, map.as_ref()) {
                 break;
@@ -154,8 +159,8 @@ impl Script {
         // The reading side keeps a copy of these symbols (the kernel's,
         // modules', KSYMBOL text) when it resolves kernel addresses
         // itself: tracepoint text (`%pS`), `--stop-bt` and the `-S`
-        // filter, which looks at every sample's ip.
-        let keep = self.trace_resolver || !self.symbolizer.config.bt_stop.is_empty() || self.opts.symbols.is_some();
+        // filter, which looks at every sample's ip, and branch stacks.
+        let keep = self.trace_resolver || !self.symbolizer.config.bt_stop.is_empty() || self.opts.symbols.is_some() || self.branch_lookups;
         let shipped = self.symbolizer.ship(&machine.dsos, map.dso, Some(map), keep);
         self.out.other(self.buf.len(), Other::Loaded(map.dso, Box::new(shipped)));
     }
@@ -552,7 +557,7 @@ fn sym_field(out: &mut Vec<u8>, cookie: bool, sym: Option<&Symbol>, map: Option<
 
 /// perf's `__symbol__fprintf_symname_offs`; false if the offset was taken
 /// from the map's start (so the text belongs to this map only).
-fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64, offsets: bool) -> bool {
+pub(super) fn symname(out: &mut Vec<u8>, sym: Option<&Symbol>, map: Option<&Map>, addr: u64, offsets: bool) -> bool {
     match sym {
         Some(s) => {
             out.extend_from_slice(s.name.as_bytes());

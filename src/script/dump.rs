@@ -196,6 +196,34 @@ fn context_name(ip: u64) -> &'static str {
     }
 }
 
+/// perf's `branch_stack__printf` (for branch stacks that are not call
+/// stacks): each entry's addresses, cycles, `M`ispredicted, `P`redicted,
+/// `A`bort and in-`T`ransaction flags, the reserved bits (from bit 34),
+/// type and speculation outcome.
+fn branch_stack(out: &mut Vec<u8>, stack: &perf_data::sample::BranchStack<'_>) {
+    format::text(out, format_args!("... branch stack: nr:{}\n", stack.len()));
+    for (i, e) in stack.iter().enumerate() {
+        let fl = e.flags;
+        let mark = |on: bool, c: char| if on { c } else { ' ' };
+        format::text(
+            out,
+            format_args!(
+                "..... {i:2}: {:016x} -> {:016x} {} cycles {}{}{}{} {:x} {} {}\n",
+                e.from,
+                e.to,
+                fl.cycles(),
+                mark(fl.mispred(), 'M'),
+                mark(fl.predicted(), 'P'),
+                mark(fl.abort(), 'A'),
+                mark(fl.in_tx(), 'T'),
+                fl.0 >> 34,
+                super::branch::branch_type_name(fl),
+                super::branch::spec_name(fl).unwrap_or(""),
+            ),
+        );
+    }
+}
+
 /// perf's `dump_sample`, for the sample fields pstitch decodes.
 fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, sample_type: u64, x86: bool) {
     format::text(out, format_args!("(IP, {:#x}): {}/{}: ", rec.header.misc, s.pid, s.tid));
@@ -212,6 +240,9 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
         if ips.len() >= 2 && ips[ips.len() - 2] == context::USER_DEFERRED {
             out.extend_from_slice(b"...... (deferred)\n");
         }
+    }
+    if let Some(stack) = &s.branch_stack {
+        branch_stack(out, stack);
     }
     for (kind, regs) in [("user", &s.user_regs), ("intr", &s.intr_regs)] {
         if let Some(r) = regs
@@ -230,7 +261,11 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
         format::text(out, format_args!("... ustack: size {}, offset {at:#x}\n", stack.len()));
     }
     if sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0 {
-        format::text(out, format_args!("... weight: {}\n", s.weight));
+        format::text(out, format_args!("... weight: {}", s.weight));
+        if sample_type & st::WEIGHT_STRUCT != 0 {
+            format::text(out, format_args!(",{:#x},{:#x}", s.ins_lat, s.retire_lat));
+        }
+        out.push(b'\n');
     }
     if sample_type & st::DATA_SRC != 0 {
         format::text(out, format_args!(" . data_src: 0x{:x}\n", s.data_src));

@@ -91,6 +91,11 @@ pub const SUPPORTED: Field = f::COMM
     | f::SRCLINE
     | f::PERIOD
     | f::WEIGHT
+    | f::INS_LAT
+    | f::RETIRE_LAT
+    | f::BRSTACK
+    | f::BRSTACKSYM
+    | f::BRSTACKOFF
     | f::PHYS_ADDR
     | f::MISC
     | f::DATA_PAGE_SIZE
@@ -100,20 +105,16 @@ pub const SUPPORTED: Field = f::COMM
     | REFUSED_WITH_DATA;
 
 /// Fields that print nothing on samples of ordinary recordings (guest,
-/// branch-stack, hardware-tracing and synthesized data only): accepted, as
-/// perf accepts them, and refused by [`OutputFields::check_attr`] where a
-/// recording has the data they would print.
-const PRINTED_EMPTY: Field =
-    f::CALLINDENT | f::SYNTH | f::MACHINE_PID | f::VCPU | f::IPC | f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF;
+/// hardware-tracing and synthesized data only): accepted, as perf accepts
+/// them (`ipc` needs instruction and cycle counts, which only hardware
+/// tracing synthesizes: it prints nothing on branch-stack recordings either).
+const PRINTED_EMPTY: Field = f::CALLINDENT | f::SYNTH | f::MACHINE_PID | f::VCPU | f::IPC;
 
 /// Fields perf refuses, with its messages, for recordings without their
 /// data; pstitch refuses them for recordings with it (it cannot print them
-/// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
-const REFUSED_WITH_DATA: Field = f::INS_LAT
-    | f::RETIRE_LAT
-    | f::BRSTACKINSN
-    | f::BRSTACKINSNLEN
-    | f::TOD;
+/// yet): see [`OutputFields::check_attr`] and `Script::check_output`. The
+/// `brstackinsn` family disassembles the code between branches.
+const REFUSED_WITH_DATA: Field = f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM | f::BRCNTR | f::TOD;
 
 /// "pstitch does not support the '<name>' field" (for `detail`).
 fn unsupported(field: Field, detail: &str) -> FieldError {
@@ -186,6 +187,8 @@ pub struct OutputFields {
 
 /// `PERF_SAMPLE_BRANCH_ANY`.
 const BRANCH_ANY: u64 = 1 << 3;
+/// `PERF_SAMPLE_BRANCH_COUNTERS`.
+const BRANCH_COUNTERS: u64 = perf_data::attr::branch_sample_type::COUNTERS;
 
 impl Default for OutputFields {
     fn default() -> Self {
@@ -400,14 +403,23 @@ impl OutputFields {
                     .into(),
             ));
         }
-        if has(f::BRSTACKINSN, self) || has(f::BRSTACKINSNLEN, self) {
+        let insn = self.types[ty].fields & (f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM);
+        if insn != 0 {
             // perf checks the branch filters of all events together.
             if self.combined_branch_type & BRANCH_ANY == 0 {
                 return Err(FieldError(
                     "Display of branch stack assembler requested, but non all-branch filter set\nHint: run 'perf record -b ...'".into(),
                 ));
             }
-            return Err(unsupported(if has(f::BRSTACKINSN, self) { f::BRSTACKINSN } else { f::BRSTACKINSNLEN }, ""));
+            return Err(unsupported(insn & insn.wrapping_neg(), " (it disassembles the code between branches)"));
+        }
+        if has(f::BRCNTR, self) {
+            if self.combined_branch_type & BRANCH_COUNTERS == 0 {
+                return Err(FieldError(
+                    "Display of branch counter requested but it's not enabled\nHint: run 'perf record -j any,counter ...'".into(),
+                ));
+            }
+            return Err(unsupported(f::BRCNTR, " of this recording"));
         }
         if has(f::PID, self) || has(f::TID, self) {
             check(self, st::TID, "TID", f::TID | f::PID)?;
@@ -441,19 +453,6 @@ impl OutputFields {
         }
         if has(f::RETIRE_LAT, self) {
             check(self, st::WEIGHT_STRUCT, "WEIGHT_STRUCT", f::RETIRE_LAT)?;
-        }
-        // Past perf's checks: the fields whose data this recording has but
-        // pstitch cannot print yet.
-        let data = [
-            (f::INS_LAT, st::WEIGHT_STRUCT),
-            (f::RETIRE_LAT, st::WEIGHT_STRUCT),
-            (f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF | f::IPC, st::BRANCH_STACK),
-        ];
-        for (fields, bits) in data {
-            let asked = self.types[ty].fields & fields;
-            if asked != 0 && attr.sample_type & bits != 0 {
-                return Err(unsupported(asked & asked.wrapping_neg(), " of this recording"));
-            }
         }
         if has(f::SYNTH | f::CALLINDENT, self) && ty == TYPE_SYNTH {
             return Err(unsupported(f::SYNTH, " of synthesized events"));
@@ -556,12 +555,21 @@ mod tests {
         // Printed empty where the data cannot be: accepted.
         let fields = refuse("comm,ip,brstack,ipc,callindent,vcpu", &plain).unwrap();
         assert_ne!(fields & f::BRSTACK, 0);
-        // With the data: pstitch's own refusal, never a silent omission.
+        let e = refuse("ip,brcntr", &plain).unwrap_err().0;
+        assert!(e.starts_with("Display of branch counter requested but it's not enabled"), "{e}");
+        // With the data.
         let lat = Attr { sample_type: plain.sample_type | st::WEIGHT_STRUCT, ..plain.clone() };
-        assert!(refuse("comm,ins_lat", &lat).unwrap_err().0.starts_with("pstitch does not support the 'ins_lat' field"));
+        assert_ne!(refuse("comm,ins_lat,retire_lat", &lat).unwrap() & f::RETIRE_LAT, 0);
         let regs = Attr { sample_type: plain.sample_type | st::REGS_INTR, ..plain.clone() };
         assert_ne!(refuse("comm,iregs", &regs).unwrap() & f::IREGS, 0);
         let branches = Attr { sample_type: plain.sample_type | st::BRANCH_STACK, ..plain.clone() };
-        assert!(refuse("comm,ip,ipc", &branches).unwrap_err().0.starts_with("pstitch does not support the 'ipc' field"));
+        assert_ne!(refuse("comm,ip,ipc,brstacksym", &branches).unwrap() & f::BRSTACKSYM, 0);
+        let mut o = OutputFields { combined_branch_type: BRANCH_ANY | BRANCH_COUNTERS, ..OutputFields::default() };
+        o.parse("ip,brcntr").unwrap();
+        assert!(o.check_attr(&branches, "cpu-clock", false).unwrap_err().0.starts_with("pstitch does not support the 'brcntr' field"));
+        let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
+        o.parse("ip,brstackinsnlen").unwrap();
+        let e = o.check_attr(&branches, "cpu-clock", false).unwrap_err().0;
+        assert_eq!(e, "pstitch does not support the 'brstackinsnlen' field (it disassembles the code between branches)");
     }
 }

@@ -9,6 +9,7 @@
 //! <blank line>
 //! ```
 
+mod branch;
 mod callchain;
 mod data_src;
 mod dump;
@@ -219,6 +220,13 @@ pub(crate) struct Script {
     dump_features: Option<header::FeatureStream>,
     /// The longest `data_src` text printed so far (perf pads to it).
     data_src_width: usize,
+    /// The DSOs perf would have loaded by now, when `brstackoff` needs
+    /// them (`track_loads`).
+    loaded_dsos: branch::LoadedDsos,
+    track_loads: bool,
+    /// Some output type prints branch stacks: the reading side resolves
+    /// their addresses, so it keeps its copy of kernel symbols.
+    branch_lookups: bool,
     /// HEADER_CLOCK_DATA (for `tod`), once known: in file mode from the
     /// start, in pipe mode from its FEATURE record (before the samples).
     clock: Option<perf_data::env::ClockData>,
@@ -315,6 +323,9 @@ impl Script {
             x86: None,
             clock: None,
             data_src_width: 0,
+            loaded_dsos: branch::LoadedDsos::default(),
+            track_loads: false,
+            branch_lookups: false,
             dump_features: None,
             tod_second: None,
             warnings: Vec::new(),
@@ -406,6 +417,7 @@ impl Script {
             self.ip_opts[ty] = IpOpts::from_fields(t.fields);
             self.checked[ty] = true;
         }
+        self.branch_fields_checked();
         if !self.opts.hide_call_graph && !evlist.is_empty() {
             self.use_callchain = evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN));
         }
@@ -425,6 +437,14 @@ impl Script {
             return Err(fields::FieldError("Can't provide 'tod' time, missing clock data. Please record with -k/--clockid option.".into()));
         }
         Ok(())
+    }
+
+    /// What the branch-stack fields left after the checks need of the
+    /// reading side (see [`branch`]).
+    fn branch_fields_checked(&mut self) {
+        let any = |bits: fields::Field| self.opts.fields.types.iter().any(|t| t.fields & bits != 0);
+        self.track_loads = any(f::BRSTACKOFF);
+        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF);
     }
 
     /// Prints pipe-mode features as they arrive (see [`header::FeatureStream`]).
@@ -475,6 +495,12 @@ impl Script {
         let attr = &event.attr;
         let ty = output_type(attr);
         let fields = self.opts.fields.types[ty].fields;
+        if self.track_loads
+            && let Some(m) = self.find_map(machine, s.tid, CpuMode::from_misc(misc), s.ip)
+        {
+            // perf's machine__resolve looks the sample's symbol up.
+            self.loaded_dsos.mark(m.dso);
+        }
         if fields == 0 {
             return Ok(());
         }
@@ -515,6 +541,11 @@ impl Script {
             if fields & (f::SYM | f::DSO) != 0 && addr_correlates_sym(attr) {
                 let opts = IpOpts { ip: false, srcline: false, ..IpOpts::from_fields(fields) };
                 let map = self.find_map_fb(machine, s.tid, CpuMode::from_misc(misc), s.addr);
+                if self.track_loads
+                    && let Some(m) = &map
+                {
+                    self.loaded_dsos.mark(m.dso);
+                }
                 self.frame(machine, callchain::FrameJob { ip: s.addr, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
             }
         }
@@ -523,6 +554,12 @@ impl Script {
         }
         if fields & f::WEIGHT != 0 {
             format::uint(&mut self.buf, s.weight, 16);
+        }
+        if fields & f::INS_LAT != 0 {
+            format::uint(&mut self.buf, s.ins_lat.into(), 16);
+        }
+        if fields & f::RETIRE_LAT != 0 {
+            format::uint(&mut self.buf, s.retire_lat.into(), 16);
         }
         // perf prints the cgroup before the ip (and callchain).
         if fields & f::CGROUP != 0 {
@@ -559,6 +596,11 @@ impl Script {
                     regs::print(&mut self.buf, r, self.x86.unwrap_or(true));
                 }
             }
+        }
+        if fields & (f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF) != 0
+            && let Some(stack) = &s.branch_stack
+        {
+            self.print_branch_stack(machine, fields, s.tid, CpuMode::from_misc(misc), stack);
         }
         if fields & f::PHYS_ADDR != 0 {
             format::hex(&mut self.buf, s.phys_addr, 16);
@@ -987,6 +1029,7 @@ impl Tool for Script {
         }
         self.ip_opts[ty] = IpOpts::from_fields(self.opts.fields.types[ty].fields);
         self.checked[ty] = true;
+        self.branch_fields_checked();
         Ok(())
     }
 

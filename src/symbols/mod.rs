@@ -661,6 +661,12 @@ impl Symbolizer {
         !from_text || st.loaded.syms.is_empty()
     }
 
+    /// perf's `dso__adjust_symbols` once the DSO is loaded: its symbol
+    /// values are addresses in the file (a user ELF DSO), not offsets.
+    pub(crate) fn adjusts_symbols(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
+        self.state(dsos, dso).loaded.adjust_symbols
+    }
+
     /// The symbol containing runtime address `addr` of `map`.
     pub fn find_symbol(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<Symbol> {
         let st = self.state_for(dsos, map.dso, Some(map));

@@ -53,7 +53,15 @@ pub struct Sample<'a> {
     pub period: u64,
     pub callchain: Option<U64Array<'a>>,
     pub raw: Option<&'a [u8]>,
+    /// `PERF_SAMPLE_BRANCH_STACK`, if sampled.
+    pub branch_stack: Option<BranchStack<'a>>,
+    /// The whole WEIGHT word, or WEIGHT_STRUCT's `var1_dw` (low 32 bits).
     pub weight: u64,
+    /// WEIGHT_STRUCT's `var2_w` (bits 32..48): the instruction latency.
+    pub ins_lat: u16,
+    /// WEIGHT_STRUCT's `var3_w` (bits 48..64): retire latency (Intel) or
+    /// pipeline stage cycles (POWER); perf prints it as `retire_lat`.
+    pub retire_lat: u16,
     pub data_src: u64,
     pub transaction: u64,
     pub phys_addr: u64,
@@ -108,6 +116,129 @@ impl Regs<'_> {
             bits &= bits - 1;
             Some((id, self.values.get(i).unwrap_or(0)))
         })
+    }
+}
+
+/// A sample's branch stack (`PERF_SAMPLE_BRANCH_STACK`): the last branches
+/// taken, most recent first, as the hardware (LBR, BRBE) recorded them.
+///
+/// ```text
+/// u64 nr | [u64 hw_idx] | { u64 from; u64 to; u64 flags } entries[nr] | [u64 counters[nr]]
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct BranchStack<'a> {
+    /// The hardware's index of the most recent entry (`PERF_SAMPLE_BRANCH_HW_INDEX`).
+    pub hw_idx: Option<u64>,
+    /// `from, to, flags` of each entry.
+    entries: U64Array<'a>,
+    /// One occurrence counter word per entry (`PERF_SAMPLE_BRANCH_COUNTERS`).
+    pub counters: Option<U64Array<'a>>,
+    /// The flags words are in a big-endian file's bit-field layout.
+    big_endian: bool,
+}
+
+impl<'a> BranchStack<'a> {
+    pub fn len(&self) -> usize {
+        self.entries.len() / 3
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entries, most recent first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = BranchEntry> + 'a {
+        let (e, big) = (self.entries, self.big_endian);
+        (0..e.len() / 3).map(move |i| {
+            let word = |k: usize| e.get(3 * i + k).unwrap_or(0);
+            let flags = if big { BranchFlags::from_big_endian(word(2)) } else { BranchFlags(word(2)) };
+            BranchEntry { from: word(0), to: word(1), flags }
+        })
+    }
+}
+
+/// One branch: where it jumped from and to, and what the hardware says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchEntry {
+    pub from: u64,
+    pub to: u64,
+    pub flags: BranchFlags,
+}
+
+/// The flags word of a branch entry (`struct perf_branch_entry`'s bit
+/// fields, in the little-endian layout, lowest bit first):
+///
+/// ```text
+/// bit  0 mispred   1 predicted   2 in_tx   3 abort   4..20 cycles
+///     20..24 type  24..26 spec  26..30 new_type  30..33 priv  33 not_taken
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BranchFlags(pub u64);
+
+impl BranchFlags {
+    /// The bit fields (position, width) of the little-endian layout; a
+    /// big-endian kernel allocates them from the top bit down.
+    const FIELDS: [(u32, u32); 10] = [(0, 1), (1, 1), (2, 1), (3, 1), (4, 16), (20, 4), (24, 2), (26, 4), (30, 3), (33, 31)];
+
+    /// perf's `evsel__bitfield_swap_branch_flags`: each field moved from
+    /// its big-endian place (counted from the top) to its little-endian one.
+    pub fn from_big_endian(v: u64) -> BranchFlags {
+        let mut out = 0;
+        for (pos, size) in Self::FIELDS {
+            let mask = if size == 64 { u64::MAX } else { (1u64 << size) - 1 };
+            out |= ((v >> (64 - pos - size)) & mask) << pos;
+        }
+        BranchFlags(out)
+    }
+
+    fn bits(self, pos: u32, size: u32) -> u64 {
+        (self.0 >> pos) & ((1 << size) - 1)
+    }
+
+    pub fn mispred(self) -> bool {
+        self.bits(0, 1) != 0
+    }
+
+    pub fn predicted(self) -> bool {
+        self.bits(1, 1) != 0
+    }
+
+    pub fn in_tx(self) -> bool {
+        self.bits(2, 1) != 0
+    }
+
+    pub fn abort(self) -> bool {
+        self.bits(3, 1) != 0
+    }
+
+    /// Cycles since the previous branch (0: not known).
+    pub fn cycles(self) -> u16 {
+        self.bits(4, 16) as u16
+    }
+
+    /// `PERF_BR_*` (15, `PERF_BR_EXTEND_ABI`: see [`BranchFlags::new_type`]).
+    pub fn branch_type(self) -> u8 {
+        self.bits(20, 4) as u8
+    }
+
+    /// `PERF_BR_SPEC_*`: speculation outcome.
+    pub fn spec(self) -> u8 {
+        self.bits(24, 2) as u8
+    }
+
+    /// `PERF_BR_NEW_*`, the type when [`BranchFlags::branch_type`] is 15.
+    pub fn new_type(self) -> u8 {
+        self.bits(26, 4) as u8
+    }
+
+    /// `PERF_BR_PRIV_*`: privilege level of the target.
+    pub fn privilege(self) -> u8 {
+        self.bits(30, 3) as u8
+    }
+
+    /// The conditional branch was not taken (ARM BRBE).
+    pub fn not_taken(self) -> bool {
+        self.bits(33, 1) != 0
     }
 }
 
@@ -241,16 +372,7 @@ impl<'a> Sample<'a> {
             let _ = c.skip(pad.min(c.remaining()));
         }
         if st & BRANCH_STACK != 0 {
-            let nr = u64f!("BRANCH_STACK");
-            if attr.branch_sample_type & branch_sample_type::HW_INDEX != 0 {
-                c.skip(8).map_err(trunc("BRANCH_STACK"))?;
-            }
-            let entries = nr.checked_mul(24).and_then(|n| usize::try_from(n).ok());
-            c.skip(entries.ok_or(SampleError::Truncated("BRANCH_STACK"))?)
-                .map_err(trunc("BRANCH_STACK"))?;
-            if attr.branch_sample_type & branch_sample_type::COUNTERS != 0 {
-                c.u64_array(nr).map_err(trunc("BRANCH_STACK"))?;
-            }
+            s.branch_stack = Some(branch_stack(&mut c, attr.branch_sample_type).map_err(trunc("BRANCH_STACK"))?);
         }
         if st & REGS_USER != 0 {
             s.user_regs = Some(regs(&mut c, attr.sample_regs_user).map_err(trunc("REGS_USER"))?);
@@ -271,7 +393,14 @@ impl<'a> Sample<'a> {
             s.user_stack = Some(valid);
         }
         if st & (WEIGHT | WEIGHT_STRUCT) != 0 {
-            s.weight = u64f!("WEIGHT");
+            let w = u64f!("WEIGHT");
+            if st & WEIGHT_STRUCT != 0 {
+                s.weight = w & 0xffff_ffff;
+                s.ins_lat = (w >> 32) as u16;
+                s.retire_lat = (w >> 48) as u16;
+            } else {
+                s.weight = w;
+            }
         }
         if st & DATA_SRC != 0 {
             s.data_src = u64f!("DATA_SRC");
@@ -373,6 +502,17 @@ impl<'a> Sample<'a> {
         }
         endian.read_u64(body, words * 8)
     }
+}
+
+/// `{ u64 nr; [u64 hw_idx]; {u64 from, to, flags}[nr]; [u64 counters[nr]] }`
+/// (hw_idx with `PERF_SAMPLE_BRANCH_HW_INDEX`, the counters with
+/// `PERF_SAMPLE_BRANCH_COUNTERS`).
+fn branch_stack<'a>(c: &mut Cursor<'a>, branch_type: u64) -> Result<BranchStack<'a>, Truncated> {
+    let nr = c.u64()?;
+    let hw_idx = if branch_type & branch_sample_type::HW_INDEX != 0 { Some(c.u64()?) } else { None };
+    let entries = c.u64_array(nr.checked_mul(3).ok_or(Truncated)?)?;
+    let counters = if branch_type & branch_sample_type::COUNTERS != 0 { Some(c.u64_array(nr)?) } else { None };
+    Ok(BranchStack { hw_idx, entries, counters, big_endian: c.endian() == Endian::Big })
 }
 
 fn read_values<'a>(c: &mut Cursor<'a>, rf: u64) -> Result<ReadValues<'a>, Truncated> {
@@ -484,6 +624,46 @@ mod tests {
         let b = le(&[2, 5, 6]);
         let s = Sample::parse(&b, &no_ids, Endian::Little).unwrap();
         assert_eq!(s.read.unwrap().iter().collect::<Vec<_>>(), [(None, 5), (None, 6)]);
+    }
+
+    #[test]
+    fn branch_stacks_and_weight_structs() {
+        use branch_sample_type::{COUNTERS, HW_INDEX};
+        let attr = Attr { sample_type: IP | BRANCH_STACK | WEIGHT_STRUCT, branch_sample_type: HW_INDEX, ..Attr::default() };
+        let flags = 1 | 1 << 2 | 37 << 4 | 15 << 20 | 2 << 24 | 5 << 26 | 1 << 33;
+        let body = le(&[0x10, 2, 7, 0xa, 0xb, flags, 0xc, 0xd, 0, 0x2222_1111_0000_0064]);
+        let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
+        let b = s.branch_stack.unwrap();
+        assert_eq!((b.len(), b.hw_idx, b.counters.is_none()), (2, Some(7), true));
+        let e: Vec<BranchEntry> = b.iter().collect();
+        assert_eq!((e[0].from, e[0].to, e[1].from, e[1].to, e[1].flags), (0xa, 0xb, 0xc, 0xd, BranchFlags(0)));
+        let f = e[0].flags;
+        assert!(f.mispred() && !f.predicted() && f.in_tx() && !f.abort() && f.not_taken());
+        assert_eq!((f.cycles(), f.branch_type(), f.spec(), f.new_type(), f.privilege()), (37, 15, 2, 5, 0));
+        assert_eq!((s.weight, s.ins_lat, s.retire_lat), (100, 0x1111, 0x2222));
+        // Without HW_INDEX, with counters; a plain WEIGHT word is the weight.
+        let attr = Attr { sample_type: BRANCH_STACK | WEIGHT, branch_sample_type: COUNTERS, ..Attr::default() };
+        let body = le(&[1, 0xa, 0xb, 0, 9, 1 << 40]);
+        let s = Sample::parse(&body, &attr, Endian::Little).unwrap();
+        let b = s.branch_stack.unwrap();
+        assert_eq!((b.len(), b.hw_idx, b.counters.map(|c| c.get(0))), (1, None, Some(Some(9))));
+        assert_eq!((s.weight, s.ins_lat), (1 << 40, 0));
+        // An entry count the record cannot hold is a truncation.
+        assert_eq!(Sample::parse(&le(&[u64::MAX / 2, 0xa]), &attr, Endian::Little).unwrap_err(), SampleError::Truncated("BRANCH_STACK"));
+    }
+
+    #[test]
+    fn big_endian_branch_flags_move_to_the_little_endian_layout() {
+        // A big-endian kernel allocates bit fields from the top: mispred
+        // is bit 63, cycles bits 44..60, type 40..44.
+        let be = 1u64 << 63 | 37 << 44 | 6 << 40;
+        let f = BranchFlags::from_big_endian(be);
+        assert!(f.mispred() && !f.predicted());
+        assert_eq!((f.cycles(), f.branch_type()), (37, 6));
+        let body: Vec<u8> = [1u64, 0xa, 0xb, be].iter().flat_map(|w| w.to_be_bytes()).collect();
+        let attr = Attr { sample_type: BRANCH_STACK, ..Attr::default() };
+        let s = Sample::parse(&body, &attr, Endian::Big).unwrap();
+        assert_eq!(s.branch_stack.unwrap().iter().next().unwrap().flags, f);
     }
 
     #[test]
