@@ -781,8 +781,8 @@ impl Script {
             let Some(m) = &map else { return true };
             let dso = machine.dsos.get(m.dso);
             let long: &str = &dso.name;
-            let short = if dso.kind == crate::machine::DsoKind::Kernel { long } else { long.rsplit('/').next().unwrap_or(long) };
-            if !list.iter().any(|d| d == short || (short != long && d == long)) {
+            let short = crate::machine::dsos::short_name(long, dso.kind);
+            if !list.iter().any(|d| *d == short || (short != long && d == long)) {
                 return true;
             }
         }

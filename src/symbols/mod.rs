@@ -434,15 +434,12 @@ impl Symbolizer {
     /// [`Symbolizer::ship`] for a DSO of a kind [`Symbolizer::loads_from_file`]
     /// accepts, from its name and build-id alone.
     pub(crate) fn load_file(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
-        let short_name = match long_name.rfind('/') {
-            Some(p) => &long_name[p + 1..],
-            None => long_name,
-        };
+        let short_name = crate::machine::dsos::short_name(long_name, kind);
         let bid = build_id.map(<[u8]>::to_vec).or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
         let symfs = self.symfs();
         let bdir = self.buildid_dir();
         let search = Search { symfs: symfs.as_deref(), flat: self.config.symfs_flat, buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
-        let loaded = if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+        let loaded = if is_perf_pid_map_name(long_name) {
             Loaded { syms: load::load_perf_map(Path::new(long_name)), ..Default::default() }
         } else {
             load::load_user_dso(long_name, bid.as_deref(), kind == DsoKind::Vdso, &search)
@@ -473,10 +470,7 @@ impl Symbolizer {
             return self.load_file(&dso.name, dso.kind, dso.build_id.as_deref());
         }
         let long_name = dso.name.clone();
-        let short_name: Rc<str> = match long_name.rfind('/') {
-            Some(p) if dso.kind != DsoKind::Kernel => long_name[p + 1..].into(),
-            _ => long_name.clone(),
-        };
+        let short_name: Rc<str> = crate::machine::dsos::short_name(&long_name, dso.kind).into();
         let mut kernel = false;
         let loaded = match dso.kind {
             DsoKind::Kernel => {
@@ -507,7 +501,7 @@ impl Symbolizer {
                 l
             }
             DsoKind::Anon | DsoKind::NoDso => {
-                if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+                if is_perf_pid_map_name(&long_name) {
                     Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
                 } else {
                     Loaded::default()
@@ -574,11 +568,12 @@ impl Symbolizer {
     }
 
     /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
-    /// from kallsyms or a perf map (`-F dsoff` prints no offset for them).
+    /// from kallsyms (`-F dsoff` prints no offset for them). perf decides
+    /// by the DSO's *binary* type, which loading a perf map (a symbol-table
+    /// type) leaves unset: JIT maps get their offset (tests/golden/jit-map).
     pub(crate) fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
-        let from_text = st.kind == DsoKind::Kernel || is_perf_pid_map_name(&st.long_name);
-        !from_text || st.loaded.syms.is_empty()
+        st.kind != DsoKind::Kernel || st.loaded.syms.is_empty()
     }
 
     /// The symbol containing runtime address `addr` of `map`.
@@ -708,8 +703,9 @@ fn a2l_path(symsrc: Option<&Path>, long_name: &str, symfs: &Search<'_>) -> Optio
     Some(symfs.join(long_name))
 }
 
+/// perf's `is_perf_pid_map_name` (see [`crate::machine::dsos::perf_pid_map_tid`]).
 fn is_perf_pid_map_name(n: &str) -> bool {
-    n.strip_prefix("/tmp/perf-").and_then(|r| r.strip_suffix(".map")).is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+    crate::machine::dsos::perf_pid_map_tid(n).is_some()
 }
 
 /// perf's `cmd__addr2line` session for a DSO: started on first use, if the
@@ -799,7 +795,8 @@ mod tests {
     fn perf_map_names() {
         assert!(is_perf_pid_map_name("/tmp/perf-123.map"));
         assert!(!is_perf_pid_map_name("/tmp/perf-.map"));
-        assert!(!is_perf_pid_map_name("/tmp/perf-12x.map"));
+        // sscanf("/tmp/perf-%d.map") checks nothing after the number.
+        assert!(is_perf_pid_map_name("/tmp/perf-12x.map"));
         assert!(!is_perf_pid_map_name("/usr/lib/libc.so.6"));
     }
 }
