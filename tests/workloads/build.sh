@@ -7,7 +7,7 @@
 # (perf record -g uses them) and with debug info (for srcline / inline output).
 #
 # Usage: tests/workloads/build.sh        (needs gcc, g++, rustc; no root needed)
-# Output: /tmp/pstitch-fixtures/bin/{cwork,cppwork,rustwork,forkexec,vanish,bpfload}, and the
+# Output: /tmp/pstitch-fixtures/bin/{cwork,cppwork,rustwork,forkexec,vanish,bpfload,jitwork}, and the
 #         DWARF-unwinding workloads (issue 25) built WITHOUT frame pointers:
 #         {dwarfwork,cppdwarf,rustdwarf,libcwork} plus pywork.py (run by Debian's python3)
 set -euo pipefail
@@ -17,6 +17,7 @@ SRC=$FIX/src
 BIN=$FIX/bin
 mkdir -p "$SRC" "$BIN"
 cp "$HERE"/cwork.c "$HERE"/cppwork.cpp "$HERE"/rustwork.rs "$HERE"/forkexec.c "$HERE"/vanish.c "$HERE"/bpfload.c "$SRC"/
+cp "$HERE"/jitwork.c "$SRC"/
 cp "$HERE"/dwarfwork.c "$HERE"/dwarfwork-df.c "$HERE"/cppdwarf.cpp "$HERE"/rustdwarf.rs "$HERE"/libcwork.c "$SRC"/
 cd "$SRC"
 
@@ -25,6 +26,7 @@ gcc $CFLAGS -pthread -o "$BIN"/cwork cwork.c
 gcc $CFLAGS -o "$BIN"/forkexec forkexec.c
 gcc $CFLAGS -o "$BIN"/vanish vanish.c
 gcc $CFLAGS -o "$BIN"/bpfload bpfload.c
+gcc $CFLAGS -o "$BIN"/jitwork jitwork.c
 g++ $CFLAGS -o "$BIN"/cppwork cppwork.cpp
 # LTO keeps the binary small (std's debug info for unused code is dropped); the
 # debug sections are zlib-compressed (SHF_COMPRESSED), like the distro's .debug files.
