@@ -17,6 +17,7 @@ mod fields;
 mod format;
 mod header;
 mod heads;
+mod insn;
 mod prefetch;
 mod regs;
 mod run;
@@ -243,6 +244,8 @@ pub(crate) struct Script {
     pub dump_unordered: bool,
     /// Samples printed (perf's count for `--per-event-dump`).
     pub samples_printed: u64,
+    /// `insn`, `insnlen`: the DSOs' files the bytes are read from.
+    insn: insn::InsnReader,
 }
 
 /// perf's `struct evswitch`: samples are shown from an occurrence of the
@@ -325,6 +328,7 @@ impl Script {
             dump: None,
             dump_unordered: false,
             samples_printed: 0,
+            insn: insn::InsnReader::default(),
         }
     }
 
@@ -557,6 +561,9 @@ impl Script {
                     regs::print(&mut self.buf, r, self.x86.unwrap_or(true));
                 }
             }
+        }
+        if fields & (f::INSN | f::INSNLEN) != 0 {
+            self.insn.print(&mut self.buf, &mut self.symbolizer, machine, s.tid, s.ip, fields & f::INSNLEN != 0, fields & f::INSN != 0);
         }
         if fields & f::PHYS_ADDR != 0 {
             format::hex(&mut self.buf, s.phys_addr, 16);

@@ -60,6 +60,9 @@ pub struct Loaded {
     /// stopped reading midway). The DSO is still marked loaded, so the
     /// symbols stay; only the lookup that triggered the load finds nothing.
     pub failed_midway: bool,
+    /// The symbols came from a 32-bit ELF file (perf's `dso->is_64_bit`,
+    /// set from the symbol source by `dso__load_sym`; true until then).
+    pub is_32_bit: bool,
 }
 
 /// perf's `dso__build_id_equal`.
@@ -216,6 +219,7 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
     if syms_ss.symtab.is_some() {
         loaded.symsrc = Some(syms_ss.path.clone());
     }
+    loaded.is_32_bit = !syms_ss.elf.is_64;
     let loaded = load_tables(loaded, &syms_ss, &runtime_ss, search);
     // The symbol table keeps the file mapped for its names.
     syms_ss.elf.release_pages();

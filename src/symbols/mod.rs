@@ -567,6 +567,30 @@ impl Symbolizer {
         Some((map, sym))
     }
 
+    /// The file perf reads a DSO's bytes from (`dso__data_fd`, opened as
+    /// `try_to_open_dso` opens it before anything set the DSO's binary
+    /// type): its entry in the build-id cache, else its path under the
+    /// symfs; none for the kernel and its modules, whose symbols come from
+    /// kallsyms (perf has no file name for that binary type). perf-ref
+    /// reads libc's bytes from `libc.so.6`, not from the `.debug` file its
+    /// symbols come from (tests/golden/*/insn*).
+    ///
+    /// With the file: whether its instructions are 32-bit ones (perf's
+    /// `dso__is_64_bit`: from the ELF class of the file the symbols came
+    /// from, after loading them; 64-bit otherwise).
+    pub(crate) fn open_data(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> Option<(std::fs::File, bool)> {
+        let is_32_bit = self.state(dsos, id).loaded.is_32_bit;
+        let dso = dsos.get(id);
+        if matches!(dso.kind, DsoKind::Kernel | DsoKind::KernelModule) {
+            return None;
+        }
+        let bid = dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned());
+        let cached = bid.as_deref().and_then(|b| load::build_id_cache_file(&self.buildid_dir()?, b, dso.kind == DsoKind::Vdso));
+        let symfs = self.symfs();
+        let file = [cached, Some(self.search(symfs.as_deref()).join(&dso.name))].into_iter().flatten().find_map(|p| elf::open_regular(&p))?;
+        Some((file, is_32_bit))
+    }
+
     /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
     /// from kallsyms (`-F dsoff` prints no offset for them). perf decides
     /// by the DSO's *binary* type, which loading a perf map (a symbol-table
