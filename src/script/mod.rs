@@ -630,7 +630,7 @@ impl Script {
 
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
     #[allow(clippy::too_many_arguments)]
-    fn print_start(&mut self, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
+    fn print_start(&mut self, fields: u64, comm: &[u8], pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
         let out = &mut self.buf;
         self.heads.head(out, fields, comm, pid, tid, cpu, comm_unpadded);
         if fields & f::MISC != 0 {

@@ -17,7 +17,7 @@ SRC=$FIX/src
 BIN=$FIX/bin
 mkdir -p "$SRC" "$BIN"
 cp "$HERE"/cwork.c "$HERE"/cppwork.cpp "$HERE"/rustwork.rs "$HERE"/forkexec.c "$HERE"/vanish.c "$HERE"/bpfload.c "$SRC"/
-cp "$HERE"/jitwork.c "$SRC"/
+cp "$HERE"/jitwork.c "$HERE"/bytework.c "$SRC"/
 cp "$HERE"/dwarfwork.c "$HERE"/dwarfwork-df.c "$HERE"/cppdwarf.cpp "$HERE"/rustdwarf.rs "$HERE"/libcwork.c "$SRC"/
 cd "$SRC"
 
@@ -27,6 +27,9 @@ gcc $CFLAGS -o "$BIN"/forkexec forkexec.c
 gcc $CFLAGS -o "$BIN"/vanish vanish.c
 gcc $CFLAGS -o "$BIN"/bpfload bpfload.c
 gcc $CFLAGS -o "$BIN"/jitwork jitwork.c
+# A program whose path is not UTF-8 (tests/golden/non-utf8).
+gcc $CFLAGS -pthread -o "$BIN"/bytework bytework.c
+cp "$BIN"/bytework "$BIN/$(printf 'byte\xffwork\xe9')"
 g++ $CFLAGS -o "$BIN"/cppwork cppwork.cpp
 # LTO keeps the binary small (std's debug info for unused code is dropped); the
 # debug sections are zlib-compressed (SHF_COMPRESSED), like the distro's .debug files.
