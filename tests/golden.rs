@@ -130,43 +130,10 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
     Ok(n)
 }
 
-/// The files of a case's `tmp/` directory, put in /tmp for as long as this
-/// lives; those that were not there before are removed when it is dropped.
-struct TmpFiles(Vec<PathBuf>);
-
-impl TmpFiles {
-    fn install(case: &Path) -> Result<TmpFiles, String> {
-        let mut made = TmpFiles(Vec::new());
-        let Ok(dir) = std::fs::read_dir(case.join("tmp")) else { return Ok(made) };
-        for entry in dir.flatten() {
-            let text = std::fs::read(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
-            let at = Path::new("/tmp").join(entry.file_name());
-            match std::fs::read(&at) {
-                Ok(there) if there == text => continue,
-                Ok(_) => return Err(format!("{} exists with other contents: the case needs its own", at.display())),
-                Err(_) => {}
-            }
-            // Written whole under another name first: a reader never sees half of it.
-            let part = Path::new("/tmp").join(format!(".{}.{}", entry.file_name().to_string_lossy(), std::process::id()));
-            std::fs::write(&part, &text).and_then(|()| std::fs::rename(&part, &at)).map_err(|e| format!("{}: {e}", at.display()))?;
-            made.0.push(at);
-        }
-        Ok(made)
-    }
-}
-
-impl Drop for TmpFiles {
-    fn drop(&mut self) {
-        for f in &self.0 {
-            let _ = std::fs::remove_file(f);
-        }
-    }
-}
-
 /// Runs one variant, multi-threaded and single-threaded
 /// (`PSTITCH_THREADS=1`): both must print the expected bytes.
 fn run(case: &Path, variant: &str) -> Result<usize, String> {
-    let _tmp = TmpFiles::install(case)?;
+    let _tmp = golden_common::TmpFiles::install(case)?;
     let n = run_with(case, variant, Some("2"))?;
     run_with(case, variant, Some("1")).map_err(|why| format!("single-threaded (PSTITCH_THREADS=1): {why}"))?;
     Ok(n)

@@ -32,6 +32,7 @@ use crate::fasthash::FastMap;
 use crate::machine::{CpuMode, DsoId, Machine};
 use crate::symbols::Symbolizer;
 
+use super::fields::{Field, f};
 use super::format;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -72,15 +73,16 @@ impl InsnReader {
         (buf, len)
     }
 
-    /// perf's `perf_sample__fprintf_insn` for ordinary samples:
-    /// ` ilen: N` (`insnlen`), then ` insn: xx xx ..` (`insn`, when N > 0).
-    pub(super) fn print(&mut self, out: &mut Vec<u8>, symbolizer: &mut Symbolizer, machine: &mut Machine, tid: i32, ip: u64, len_field: bool, bytes_field: bool) {
+    /// perf's `perf_sample__fprintf_insn` for ordinary samples, for the
+    /// fields asked for: ` ilen: N` (`insnlen`), then ` insn: xx xx ..`
+    /// (`insn`, when N > 0).
+    pub(super) fn print(&mut self, out: &mut Vec<u8>, symbolizer: &mut Symbolizer, machine: &mut Machine, tid: i32, ip: u64, fields: Field) {
         let (buf, len) = self.fetch(symbolizer, machine, tid, ip);
-        if len_field {
+        if fields & f::INSNLEN != 0 {
             out.extend_from_slice(b" ilen: ");
             format::uint(out, len as u64, 0);
         }
-        if bytes_field && len > 0 {
+        if fields & f::INSN != 0 && len > 0 {
             out.extend_from_slice(b" insn: ");
             for (i, b) in buf[..len].iter().enumerate() {
                 if i > 0 {

@@ -563,7 +563,7 @@ impl Script {
             }
         }
         if fields & (f::INSN | f::INSNLEN) != 0 {
-            self.insn.print(&mut self.buf, &mut self.symbolizer, machine, s.tid, s.ip, fields & f::INSNLEN != 0, fields & f::INSN != 0);
+            self.insn.print(&mut self.buf, &mut self.symbolizer, machine, s.tid, s.ip, fields);
         }
         if fields & f::PHYS_ADDR != 0 {
             format::hex(&mut self.buf, s.phys_addr, 16);
