@@ -579,11 +579,11 @@ impl Symbolizer {
     /// `dso__is_64_bit`: from the ELF class of the file the symbols came
     /// from, after loading them; 64-bit otherwise).
     pub(crate) fn open_data(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> Option<(std::fs::File, bool)> {
-        let is_32_bit = self.state(dsos, id).loaded.is_32_bit;
-        let dso = dsos.get(id);
-        if matches!(dso.kind, DsoKind::Kernel | DsoKind::KernelModule) {
+        if matches!(dsos.get(id).kind, DsoKind::Kernel | DsoKind::KernelModule) {
             return None;
         }
+        let is_32_bit = self.state(dsos, id).loaded.is_32_bit;
+        let dso = dsos.get(id);
         let bid = dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned());
         let cached = bid.as_deref().and_then(|b| load::build_id_cache_file(&self.buildid_dir()?, b, dso.kind == DsoKind::Vdso));
         let symfs = self.symfs();
