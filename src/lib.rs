@@ -36,7 +36,9 @@
 //!             Some((_, sym)) => sym.name.to_string(),
 //!             None => "[unknown]".to_string(),
 //!         };
-//!         self.lines.push(format!("{} {} {:x} {name}", ev.comm, s.tid, s.ip));
+//!         // A comm is the bytes the kernel recorded (UTF-8 or not).
+//!         let comm = String::from_utf8_lossy(ev.comm);
+//!         self.lines.push(format!("{comm} {} {:x} {name}", s.tid, s.ip));
 //!         Ok(())
 //!     }
 //! }

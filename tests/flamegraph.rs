@@ -15,6 +15,7 @@ use inferno::collapse::Collapse;
 use inferno::collapse::perf::Folder;
 
 mod common;
+mod golden_common;
 
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -53,6 +54,7 @@ fn without_root(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 fn compare(case: &Path, variant: &str) -> Result<Option<BTreeMap<String, u64>>, String> {
     let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).unwrap();
     let expected = std::fs::read(case.join(format!("{variant}.out"))).unwrap();
+    let _tmp = golden_common::TmpFiles::install(case)?;
     let out = common::script_in_case(case, &args).unwrap();
     let Some(mut e) = fold(&expected) else { return Ok(None) };
     let Some(mut a) = fold(&out.stdout) else {

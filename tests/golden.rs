@@ -34,6 +34,12 @@
 //! small inputs would otherwise run on one thread) and single-threaded
 //! (`PSTITCH_THREADS=1`); both must match.
 //!
+//! A case's `tmp/` directory holds files the recorded process left in /tmp
+//! that perf reads at that very path, outside the symfs (a JIT's
+//! `/tmp/perf-PID.map`): they are put in /tmp while the case's variants run
+//! (make-golden.sh does the same in perf-ref's chroot) and removed again if
+//! they were not there before.
+//!
 //! Usage: `cargo test --test golden [-- FILTER]` (FILTER: substring of
 //! `case/variant`). On a mismatch the first differing lines are shown.
 
@@ -148,6 +154,7 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
 /// Runs one variant, multi-threaded and single-threaded
 /// (`PSTITCH_THREADS=1`): both must print the expected bytes.
 fn run(case: &Path, variant: &str) -> Result<usize, String> {
+    let _tmp = golden_common::TmpFiles::install(case)?;
     let n = run_with(case, variant, Some("2"))?;
     run_with(case, variant, Some("1")).map_err(|why| format!("single-threaded (PSTITCH_THREADS=1): {why}"))?;
     Ok(n)

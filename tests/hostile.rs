@@ -132,6 +132,19 @@ fn cases() -> Vec<Case> {
             )],
             args: "--no-inline",
         },
+        // Issue 27: `insnlen` at every offset of two DSOs of random bytes
+        // (the second starting as a 32-bit ELF file), the last 15 offsets
+        // of each with less than 16 bytes left: the x86 decoder's lengths
+        // are perf's.
+        Case {
+            name: "insn-random",
+            perf_data: generate::samples_in_dsos("insn", &RANDOM_CODE, &(0..2).flat_map(|d| (0..0x2000).map(move |o| (d, o))).collect::<Vec<_>>()),
+            symfs: vec![
+                (&RANDOM_CODE[0][1..], Entry::File(generate::random_code(0x2000, 27, false))),
+                (&RANDOM_CODE[1][1..], Entry::File(generate::random_code(0x2000, 2027, true))),
+            ],
+            args: "-G -F ip,insnlen",
+        },
         // Item 11: tracing data whose kallsyms size runs 4 GiB past its end.
         Case {
             name: "tracing-kallsyms-size",
@@ -141,6 +154,9 @@ fn cases() -> Vec<Case> {
         },
     ]
 }
+
+/// The DSOs of the insn-random case.
+const RANDOM_CODE: [&str; 2] = ["/tmp/pstitch-hostile/random-code", "/tmp/pstitch-hostile/random-code32"];
 
 /// The DSO of the fifo-dso case; the test also puts a regular file there
 /// outside the symfs, where pstitch (like perf) reads a build-id from.
@@ -300,6 +316,43 @@ fn compressed_sections_claiming_gigabytes_read_as_binutils_reads_them() {
 fn build_ids_of_zeros_or_no_bytes_are_no_build_ids() {
     check_case("build-id-zeros");
     check_case("build-id-empty");
+}
+
+/// Every offset of 16 KiB of random bytes: pstitch's x86 lengths are
+/// perf-ref's, but where perf's decoder gives a length to bytes that are
+/// no valid x86-64 instruction (opcodes invalid in 64-bit mode, malformed
+/// VEX/EVEX, APX prefixes, ...: 2,083 offsets here), pstitch prints
+/// `ilen: 0`, and at two offsets its length differs (`0f 19` with a memory
+/// operand, `mov %dr, ..` with one): the man page's COMPATIBILITY. Any
+/// other difference fails.
+#[test]
+fn instruction_lengths_are_perfs_on_random_bytes() {
+    let case = cases().into_iter().find(|c| c.name == "insn-random").unwrap();
+    let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id())).join(case.name);
+    write_case(&case, &dir, false);
+    let want = expected(case.name).expect("run tests/hostile/make-expected.sh");
+    let (out, err, code) = run_pstitch(&dir, case.args);
+    assert_eq!(code, Some(0), "{err}");
+    let (want, out) = (String::from_utf8(want).unwrap(), String::from_utf8(out).unwrap());
+    assert_eq!(want.lines().count(), 2 * 0x2000);
+    assert_eq!(out.lines().count(), want.lines().count());
+    let ilen = |l: &str| -> (u64, u32) {
+        let (ip, len) = l.trim().split_once(" ilen: ").unwrap();
+        (u64::from_str_radix(ip, 16).unwrap(), len.parse().unwrap())
+    };
+    let (mut undecoded, mut other) = (0, Vec::new());
+    for (w, o) in want.lines().zip(out.lines()) {
+        let ((ip, perf), (ip2, ours)) = (ilen(w), ilen(o));
+        assert_eq!(ip, ip2);
+        match (perf, ours) {
+            (p, o) if p == o => {}
+            (_, 0) => undecoded += 1,
+            _ => other.push((ip - generate::MAP_BASE, perf, ours)),
+        }
+    }
+    assert_eq!(undecoded, 2083, "offsets perf decodes and pstitch does not");
+    assert_eq!(other, [(generate::MAP_STEP + 1858, 2, 4), (generate::MAP_STEP + 4620, 7, 3)]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -45,6 +45,46 @@ pub fn classify(name: &str) -> DsoKind {
     }
 }
 
+/// perf's `perf_pid_map_tid`: the tid in a `/tmp/perf-TID.map` name, the
+/// map file a JIT writes for its anonymous code. perf matches the name with
+/// `sscanf(name, "/tmp/perf-%d.map", &tid) == 1`, so only the prefix and a
+/// number count: blanks and a sign may come before the digits, and nothing
+/// after them is checked (`/tmp/perf-12x.map` is tid 12's, `/tmp/perf-.map`
+/// no one's). The number is read as `strtol` reads it (saturating) and cut
+/// to an `int`.
+pub fn perf_pid_map_tid(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix("/tmp/perf-")?.as_bytes();
+    let mut i = rest.iter().take_while(|&&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')).count();
+    let negative = rest.get(i) == Some(&b'-');
+    if matches!(rest.get(i), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let digits = rest[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in &rest[i..i + digits] {
+        let d = i64::from(d - b'0');
+        v = if negative { v.saturating_mul(10).saturating_sub(d) } else { v.saturating_mul(10).saturating_add(d) };
+    }
+    Some(v as i32)
+}
+
+/// perf's `dso__set_basename`: the short name of a DSO, which perf prints
+/// in `dso[addr]` source-line fallbacks and matches `--dsos` against. A
+/// JIT map (`/tmp/perf-TID.map`) is `[JIT] tid TID`; the kernel keeps its
+/// long name; any other file its base name.
+pub fn short_name(long: &str, kind: DsoKind) -> std::borrow::Cow<'_, str> {
+    if kind == DsoKind::Kernel {
+        return long.into();
+    }
+    match perf_pid_map_tid(long) {
+        Some(tid) => format!("[JIT] tid {tid}").into(),
+        None => long.rsplit('/').next().unwrap_or(long).into(),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Dso {
     /// The long name: the path as recorded, or a bracketed pseudo-name.
@@ -188,6 +228,21 @@ mod tests {
         assert_eq!(classify("[vdso]"), DsoKind::Vdso);
         assert_eq!(classify("[vsyscall]"), DsoKind::Pseudo);
         assert_eq!(classify("/usr/lib/libc.so.6"), DsoKind::File);
+    }
+
+    #[test]
+    fn jit_maps_are_named_as_perf_reads_them() {
+        assert_eq!(perf_pid_map_tid("/tmp/perf-123.map"), Some(123));
+        assert_eq!(perf_pid_map_tid("/tmp/perf-12x.map"), Some(12));
+        assert_eq!(perf_pid_map_tid("/tmp/perf- -7.map"), Some(-7));
+        assert_eq!(perf_pid_map_tid("/tmp/perf-99999999999999999999.map"), Some(-1));
+        assert_eq!(perf_pid_map_tid("/tmp/perf-.map"), None);
+        assert_eq!(perf_pid_map_tid("/tmp/perf-x1.map"), None);
+        assert_eq!(perf_pid_map_tid("/usr/lib/libc.so.6"), None);
+        assert_eq!(short_name("/tmp/perf-4242.map", DsoKind::Anon), "[JIT] tid 4242");
+        assert_eq!(short_name("/usr/lib/libc.so.6", DsoKind::File), "libc.so.6");
+        assert_eq!(short_name("[kernel.kallsyms]", DsoKind::Kernel), "[kernel.kallsyms]");
+        assert_eq!(short_name("/boot/vmlinux", DsoKind::Kernel), "/boot/vmlinux");
     }
 
     #[test]

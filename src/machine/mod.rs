@@ -27,8 +27,14 @@ pub const KERNEL_DSO_NAME: &str = "[kernel.kallsyms]";
 const MISC_FORK_EXEC: u16 = 1 << 13;
 const PROT_EXEC: u32 = 4;
 
-/// A thread's comm, shared cheaply with held samples.
-pub type Comm = Rc<str>;
+/// A thread's comm, shared cheaply with held samples: the bytes the
+/// kernel recorded (perf prints them as they are, UTF-8 or not).
+pub type Comm = Rc<[u8]>;
+
+/// The comm perf gives a thread no COMM named: `:TID`.
+pub fn tid_comm(tid: i32) -> Comm {
+    format!(":{tid}").as_bytes().into()
+}
 
 #[derive(Debug)]
 pub struct Thread {
@@ -58,7 +64,7 @@ impl Thread {
     pub fn comm(&self) -> Comm {
         match &self.comm {
             Some(c) => c.clone(),
-            None => format!(":{}", self.tid).into(),
+            None => tid_comm(self.tid),
         }
     }
 
@@ -193,7 +199,7 @@ impl Machine {
             groups: 0,
             cgroups: Default::default(),
         };
-        m.findnew_thread(0, 0).comm = Some("swapper".into());
+        m.findnew_thread(0, 0).comm = Some(b"swapper"[..].into());
         m
     }
 
@@ -245,7 +251,7 @@ impl Machine {
     }
 
     pub(crate) fn process_comm(&mut self, c: &CommRecord<'_>) {
-        let comm: Comm = String::from_utf8_lossy(c.comm).into();
+        let comm: Comm = c.comm.into();
         self.findnew_thread(c.pid, c.tid).comm = Some(comm);
     }
 
@@ -473,8 +479,8 @@ mod tests {
     #[test]
     fn unknown_threads_print_tid() {
         let mut m = Machine::new();
-        assert_eq!(&*m.findnew_thread(5, 7).comm(), ":7");
-        assert_eq!(&*m.thread(0).unwrap().comm(), "swapper");
+        assert_eq!(&*m.findnew_thread(5, 7).comm(), b":7");
+        assert_eq!(&*m.thread(0).unwrap().comm(), b"swapper");
     }
 
     #[test]
@@ -482,9 +488,9 @@ mod tests {
         let mut m = Machine::new();
         m.process_comm(&CommRecord { pid: 10, tid: 10, comm: b"work", exec: false });
         m.process_fork(&task(11, 10, 11, 10), 0);
-        assert_eq!(&*m.thread(11).unwrap().comm(), "work");
+        assert_eq!(&*m.thread(11).unwrap().comm(), b"work");
         m.process_exit(&task(11, 10, 11, 10));
-        assert_eq!(&*m.findnew_thread(11, 11).comm(), ":11");
+        assert_eq!(&*m.findnew_thread(11, 11).comm(), b":11");
     }
 
     /// 2,000 forks of a process with 10,000 maps: every child finds its

@@ -295,7 +295,10 @@ impl Tool for Collector<'_> {
             None
         };
         let event = self.event_name(cx.evlist, ev.evsel);
-        let sample = StackSample { comm: ev.comm, pid: s.pid.cast_unsigned(), tid: s.tid.cast_unsigned(), time: s.time, event: &event, callchain: &self.chain, ip_frame };
+        // perf's scripts take the comm as a Python string; one that is not
+        // UTF-8 is shown with U+FFFD here.
+        let comm = String::from_utf8_lossy(ev.comm);
+        let sample = StackSample { comm: &comm, pid: s.pid.cast_unsigned(), tid: s.tid.cast_unsigned(), time: s.time, event: &event, callchain: &self.chain, ip_frame };
         self.sink.sample(&self.frames, &sample);
         Ok(())
     }

@@ -148,7 +148,9 @@ impl Script {
         }
         let s = ev.sample;
         let map = self.find_map(machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
-        format::text(&mut self.buf, format_args!(" ... thread: {}:{}\n ...... dso: ", ev.comm, s.tid));
+        self.buf.extend_from_slice(b" ... thread: ");
+        self.buf.extend_from_slice(ev.comm);
+        format::text(&mut self.buf, format_args!(":{}\n ...... dso: ", s.tid));
         match map {
             Some(m) => self.buf.extend_from_slice(machine.dsos.get(m.dso).name.as_bytes()),
             None if CpuMode::from_misc(ev.record.header.misc) == CpuMode::Hypervisor => self.buf.extend_from_slice(b"[hypervisor]"),

@@ -42,7 +42,7 @@ impl Script {
         if cx.filter.skip_cpu(s.cpu) {
             return;
         }
-        let comm = if tid != -1 { cx.machine.findnew_thread(pid, tid).comm() } else { ":-1".into() };
+        let comm = if tid != -1 { cx.machine.findnew_thread(pid, tid).comm() } else { b":-1"[..].into() };
         let ty = super::fields::output_type(attr);
         let fields = self.opts.fields.types[ty].fields;
         let unpadded = fields & super::f::IP != 0

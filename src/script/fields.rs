@@ -72,6 +72,8 @@ fields! {
 
 /// Fields pstitch can print. Asking for another one is an error that says so.
 pub const SUPPORTED: Field = f::COMM
+    | f::INSN
+    | f::INSNLEN
     | f::DATA_SRC
     | f::CGROUP
     | f::IREGS

@@ -53,15 +53,15 @@ impl Heads {
     /// Appends the head of a line (see [`head`]).
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub fn head(&mut self, out: &mut Vec<u8>, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, comm_unpadded: bool) {
+    pub fn head(&mut self, out: &mut Vec<u8>, fields: u64, comm: &[u8], pid: i32, tid: i32, cpu: u32, comm_unpadded: bool) {
         let key = (fields & HEAD, comm_unpadded, pid, tid, cpu);
         let h = (tid as u32).wrapping_mul(0x9e37_79b9) ^ cpu.wrapping_mul(0x85eb_ca6b);
         let slot = &mut self.slots[(h >> 26) as usize];
-        if slot.key != Some(key) || slot.comm != comm.as_bytes() {
+        if slot.key != Some(key) || slot.comm != comm {
             slot.text.clear();
             head(&mut slot.text, fields, comm, pid, tid, cpu, comm_unpadded, self.latency);
             slot.comm.clear();
-            slot.comm.extend_from_slice(comm.as_bytes());
+            slot.comm.extend_from_slice(comm);
             slot.key = Some(key);
         }
         format::put_short(out, &slot.text);
@@ -89,16 +89,16 @@ impl Heads {
 /// perf's comm, pid/tid and cpu fields of a line (`fprintf_sample_start`);
 /// `latency`: `-L`'s layout.
 #[allow(clippy::too_many_arguments)]
-pub fn head(out: &mut Vec<u8>, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, comm_unpadded: bool, latency: bool) {
+pub fn head(out: &mut Vec<u8>, fields: u64, comm: &[u8], pid: i32, tid: i32, cpu: u32, comm_unpadded: bool, latency: bool) {
     if fields & f::COMM != 0 {
         if latency {
             // `%8.8s`: at most 8 bytes, right-aligned in 8 columns.
-            let b = comm.as_bytes();
+            let b = comm;
             format::pad_left(out, &b[..b.len().min(8)], 8);
         } else if comm_unpadded {
-            out.extend_from_slice(comm.as_bytes());
+            out.extend_from_slice(comm);
         } else {
-            format::pad_left(out, comm.as_bytes(), 16);
+            format::pad_left(out, comm, 16);
         }
         out.push(b' ');
     }
@@ -165,7 +165,7 @@ mod tests {
     #[test]
     fn remembered_heads_and_tails_are_the_formatted_ones() {
         let mut rnd = crate::testing::rng(0x51_7cc1_b727_220a);
-        let comms = ["rustc", "a comm with spaces", "", "é", ":123"];
+        let comms: [&[u8]; 6] = [b"rustc", b"a comm with spaces", b"", "é".as_bytes(), b":123", b"bad\xff\xfeutf8"];
         let mut heads = Heads::default();
         for _ in 0..20_000 {
             let fields = [HEAD, f::COMM | f::TID, f::PID | f::TID | f::CPU, f::CPU, 0][rnd(5) as usize];

@@ -18,6 +18,7 @@ mod fields;
 mod format;
 mod header;
 mod heads;
+mod insn;
 mod prefetch;
 mod regs;
 mod run;
@@ -253,6 +254,8 @@ pub(crate) struct Script {
     pub dump_unordered: bool,
     /// Samples printed (perf's count for `--per-event-dump`).
     pub samples_printed: u64,
+    /// `insn`, `insnlen`: the DSOs' files the bytes are read from.
+    insn: insn::InsnReader,
 }
 
 /// perf's `struct evswitch`: samples are shown from an occurrence of the
@@ -338,6 +341,7 @@ impl Script {
             dump: None,
             dump_unordered: false,
             samples_printed: 0,
+            insn: insn::InsnReader::default(),
         }
     }
 
@@ -602,6 +606,9 @@ impl Script {
         {
             self.print_branch_stack(machine, fields, s.tid, CpuMode::from_misc(misc), stack);
         }
+        if fields & (f::INSN | f::INSNLEN) != 0 {
+            self.insn.print(&mut self.buf, &mut self.symbolizer, machine, s.tid, s.ip, fields);
+        }
         if fields & f::PHYS_ADDR != 0 {
             format::hex(&mut self.buf, s.phys_addr, 16);
         }
@@ -667,7 +674,7 @@ impl Script {
 
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
     #[allow(clippy::too_many_arguments)]
-    fn print_start(&mut self, fields: u64, comm: &str, pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
+    fn print_start(&mut self, fields: u64, comm: &[u8], pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
         let out = &mut self.buf;
         self.heads.head(out, fields, comm, pid, tid, cpu, comm_unpadded);
         if fields & f::MISC != 0 {
@@ -825,8 +832,8 @@ impl Script {
             let Some(m) = &map else { return true };
             let dso = machine.dsos.get(m.dso);
             let long: &str = &dso.name;
-            let short = if dso.kind == crate::machine::DsoKind::Kernel { long } else { long.rsplit('/').next().unwrap_or(long) };
-            if !list.iter().any(|d| d == short || (short != long && d == long)) {
+            let short = crate::machine::dsos::short_name(long, dso.kind);
+            if !list.iter().any(|d| *d == short || (short != long && d == long)) {
                 return true;
             }
         }

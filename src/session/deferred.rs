@@ -122,7 +122,7 @@ mod tests {
     #[test]
     fn delivers_a_threads_samples_in_order_and_leaves_others() {
         let mut s = Stitcher::default();
-        let comm: Comm = "w".into();
+        let comm: Comm = b"w"[..].into();
         s.hold(1, 0, 0, b"a", comm.clone(), 10);
         s.hold(2, 1, 0, b"b", comm.clone(), 20);
         s.hold(1, 2, 0, b"c", comm.clone(), 11);

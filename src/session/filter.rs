@@ -61,8 +61,9 @@ impl SampleFilter {
     }
 
     /// The thread filters of `machine__resolve`.
-    pub fn skip_thread(&self, comm: &str, pid: i32, tid: i32) -> bool {
-        self.comms.as_ref().is_some_and(|c| !c.contains(comm))
+    pub fn skip_thread(&self, comm: &[u8], pid: i32, tid: i32) -> bool {
+        // A comm that is not UTF-8 matches no entry of a --comms list.
+        self.comms.as_ref().is_some_and(|c| !std::str::from_utf8(comm).is_ok_and(|comm| c.contains(comm)))
             || self.pids.as_ref().is_some_and(|p| !p.contains(&pid))
             || self.tids.as_ref().is_some_and(|t| !t.contains(&tid))
     }
@@ -341,10 +342,10 @@ mod tests {
     #[test]
     fn thread_filters() {
         let f = SampleFilter { comms: Some(parse_list("a, b")), ..Default::default() };
-        assert!(!f.skip_thread("b", 1, 1));
-        assert!(f.skip_thread("c", 1, 1));
+        assert!(!f.skip_thread(b"b", 1, 1));
+        assert!(f.skip_thread(b"c", 1, 1));
         let f = SampleFilter { tids: Some(parse_int_list("5").unwrap()), cpus: Some(parse_cpu_list("1").unwrap()), ..Default::default() };
-        assert!(f.skip_thread("x", 5, 6));
+        assert!(f.skip_thread(b"x", 5, 6));
         assert!(f.skip_cpu(0));
         assert!(!f.skip_cpu(u32::MAX));
     }

@@ -551,7 +551,7 @@ impl<'a> Session<'a> {
             // goes out; pstitch keeps the one it had when it was taken.
             let comm = match self.machine.thread(s.tid) {
                 Some(t) => t.comm(),
-                None => format!(":{}", s.tid).into(),
+                None => crate::machine::tid_comm(s.tid),
             };
             let seq = self.stitcher.hold(s.tid, offset, evsel as u32, record.bytes, comm, c);
             let mut cx = self.parts().cx;

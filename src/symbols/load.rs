@@ -63,6 +63,9 @@ pub struct Loaded {
     /// The kernel map as a vmlinux's `.text` sets it (see [`KernelText`]);
     /// `None` for every other load.
     pub kernel_text: Option<KernelText>,
+    /// The symbols came from a 32-bit ELF file (perf's `dso->is_64_bit`,
+    /// set from the symbol source by `dso__load_sym`; true until then).
+    pub is_32_bit: bool,
 }
 
 /// Where a vmlinux puts the kernel map (perf's remap of the kernel map in
@@ -231,6 +234,7 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
     if syms_ss.symtab.is_some() {
         loaded.symsrc = Some(syms_ss.path.clone());
     }
+    loaded.is_32_bit = !syms_ss.elf.is_64;
     let loaded = load_tables(loaded, &syms_ss, &runtime_ss, search);
     // The symbol table keeps the file mapped for its names.
     syms_ss.elf.release_pages();

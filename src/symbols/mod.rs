@@ -472,15 +472,12 @@ impl Symbolizer {
     /// [`Symbolizer::ship`] for a DSO of a kind [`Symbolizer::loads_from_file`]
     /// accepts, from its name and build-id alone.
     pub(crate) fn load_file(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
-        let short_name = match long_name.rfind('/') {
-            Some(p) => &long_name[p + 1..],
-            None => long_name,
-        };
+        let short_name = crate::machine::dsos::short_name(long_name, kind);
         let bid = build_id.map(<[u8]>::to_vec).or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
         let symfs = self.symfs();
         let bdir = self.buildid_dir();
         let search = Search { symfs: symfs.as_deref(), flat: self.config.symfs_flat, buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
-        let loaded = if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+        let loaded = if is_perf_pid_map_name(long_name) {
             Loaded { syms: load::load_perf_map(Path::new(long_name)), ..Default::default() }
         } else {
             load::load_user_dso(long_name, bid.as_deref(), kind == DsoKind::Vdso, &search)
@@ -511,10 +508,7 @@ impl Symbolizer {
             return self.load_file(&dso.name, dso.kind, dso.build_id.as_deref());
         }
         let mut long_name = dso.name.clone();
-        let short_name: Rc<str> = match long_name.rfind('/') {
-            Some(p) if dso.kind != DsoKind::Kernel => long_name[p + 1..].into(),
-            _ => long_name.clone(),
-        };
+        let short_name: Rc<str> = crate::machine::dsos::short_name(&long_name, dso.kind).into();
         let mut kernel = false;
         let loaded = match dso.kind {
             DsoKind::Kernel if self.config.uses_vmlinux() => {
@@ -560,7 +554,7 @@ impl Symbolizer {
                 l
             }
             DsoKind::Anon | DsoKind::NoDso => {
-                if long_name.starts_with("/tmp/perf-") && long_name.ends_with(".map") {
+                if is_perf_pid_map_name(&long_name) {
                     Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
                 } else {
                     Loaded::default()
@@ -652,12 +646,38 @@ impl Symbolizer {
         Some((map, sym))
     }
 
+    /// The file perf reads a DSO's bytes from (`dso__data_fd`, opened as
+    /// `try_to_open_dso` opens it before anything set the DSO's binary
+    /// type): its entry in the build-id cache, else its path under the
+    /// symfs; none for the kernel and its modules, whose symbols come from
+    /// kallsyms (perf has no file name for that binary type). perf-ref
+    /// reads libc's bytes from `libc.so.6`, not from the `.debug` file its
+    /// symbols come from (tests/golden/*/insn*).
+    ///
+    /// With the file: whether its instructions are 32-bit ones (perf's
+    /// `dso__is_64_bit`: from the ELF class of the file the symbols came
+    /// from, after loading them; 64-bit otherwise).
+    pub(crate) fn open_data(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> Option<(std::fs::File, bool)> {
+        if matches!(dsos.get(id).kind, DsoKind::Kernel | DsoKind::KernelModule) {
+            return None;
+        }
+        let is_32_bit = self.state(dsos, id).loaded.is_32_bit;
+        let dso = dsos.get(id);
+        let bid = dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned());
+        let cached = bid.as_deref().and_then(|b| load::build_id_cache_file(&self.buildid_dir()?, b, dso.kind == DsoKind::Vdso));
+        let symfs = self.symfs();
+        let file = [cached, Some(self.search(symfs.as_deref()).join(&dso.name))].into_iter().flatten().find_map(|p| elf::open_regular(&p))?;
+        Some((file, is_32_bit))
+    }
+
     /// perf's `dso__is_object_file`: false only for DSOs whose symbols came
-    /// from kallsyms (not a vmlinux), a perf map or a KSYMBOL record (`-F
-    /// dsoff` prints no offset for them).
+    /// from kallsyms (not a vmlinux) or a KSYMBOL record (`-F dsoff` prints
+    /// no offset for them). perf decides by the DSO's *binary* type, which
+    /// loading a perf map (a symbol-table type) leaves unset: JIT maps get
+    /// their offset (tests/golden/jit-map).
     pub(crate) fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
-        let from_text = (st.kind == DsoKind::Kernel && st.loaded.kernel_text.is_none()) || st.kind == DsoKind::Ksymbol || is_perf_pid_map_name(&st.long_name);
+        let from_text = (st.kind == DsoKind::Kernel && st.loaded.kernel_text.is_none()) || st.kind == DsoKind::Ksymbol;
         !from_text || st.loaded.syms.is_empty()
     }
 
@@ -794,8 +814,9 @@ fn a2l_path(symsrc: Option<&Path>, long_name: &str, symfs: &Search<'_>) -> Optio
     Some(symfs.join(long_name))
 }
 
+/// perf's `is_perf_pid_map_name` (see [`crate::machine::dsos::perf_pid_map_tid`]).
 fn is_perf_pid_map_name(n: &str) -> bool {
-    n.strip_prefix("/tmp/perf-").and_then(|r| r.strip_suffix(".map")).is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+    crate::machine::dsos::perf_pid_map_tid(n).is_some()
 }
 
 /// perf's `cmd__addr2line` session for a DSO: started on first use, if the
@@ -910,7 +931,8 @@ mod tests {
     fn perf_map_names() {
         assert!(is_perf_pid_map_name("/tmp/perf-123.map"));
         assert!(!is_perf_pid_map_name("/tmp/perf-.map"));
-        assert!(!is_perf_pid_map_name("/tmp/perf-12x.map"));
+        // sscanf("/tmp/perf-%d.map") checks nothing after the number.
+        assert!(is_perf_pid_map_name("/tmp/perf-12x.map"));
         assert!(!is_perf_pid_map_name("/usr/lib/libc.so.6"));
     }
 }

@@ -117,3 +117,39 @@ impl Tally {
         }
     }
 }
+
+/// The files of a case's `tmp/` directory (what the recorded process left
+/// in /tmp that perf reads at that very path, outside the symfs: a JIT's
+/// `/tmp/perf-PID.map`), put in /tmp for as long as this lives, as
+/// make-golden.sh puts them in perf-ref's chroot; those that were not
+/// there before are removed when it is dropped.
+pub struct TmpFiles(Vec<PathBuf>);
+
+impl TmpFiles {
+    pub fn install(case: &Path) -> Result<TmpFiles, String> {
+        let mut made = TmpFiles(Vec::new());
+        let Ok(dir) = std::fs::read_dir(case.join("tmp")) else { return Ok(made) };
+        for entry in dir.flatten() {
+            let text = std::fs::read(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            let at = Path::new("/tmp").join(entry.file_name());
+            match std::fs::read(&at) {
+                Ok(there) if there == text => continue,
+                Ok(_) => return Err(format!("{} exists with other contents: the case needs its own", at.display())),
+                Err(_) => {}
+            }
+            // Written whole under another name first: a reader never sees half of it.
+            let part = Path::new("/tmp").join(format!(".{}.{}", entry.file_name().to_string_lossy(), std::process::id()));
+            std::fs::write(&part, &text).and_then(|()| std::fs::rename(&part, &at)).map_err(|e| format!("{}: {e}", at.display()))?;
+            made.0.push(at);
+        }
+        Ok(made)
+    }
+}
+
+impl Drop for TmpFiles {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}

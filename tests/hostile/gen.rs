@@ -593,3 +593,22 @@ pub fn undefined_build_id(data: &[u8], name: &str, empty: bool) -> Vec<u8> {
     }
     panic!("no BUILD_ID entry for {name}");
 }
+
+/// `len` bytes of seeded noise (xorshift64*), as the code of a DSO for the
+/// `insn` field: perf-ref's decoder and pstitch's must agree on the length
+/// at every offset. With `elf32`, the bytes start with the identification
+/// of a 32-bit ELF file (`\x7fELF`, ELFCLASS32).
+pub fn random_code(len: usize, mut seed: u64, elf32: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        out.extend_from_slice(&seed.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
+    }
+    out.truncate(len);
+    if elf32 {
+        out[..5].copy_from_slice(b"\x7fELF\x01");
+    }
+    out
+}

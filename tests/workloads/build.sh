@@ -7,7 +7,7 @@
 # (perf record -g uses them) and with debug info (for srcline / inline output).
 #
 # Usage: tests/workloads/build.sh        (needs gcc, g++, rustc; no root needed)
-# Output: /tmp/pstitch-fixtures/bin/{cwork,cppwork,rustwork,forkexec,vanish,bpfload,bpfrun}, and the
+# Output: /tmp/pstitch-fixtures/bin/{cwork,cppwork,rustwork,forkexec,vanish,bpfload,bpfrun,jitwork}, and the
 #         DWARF-unwinding workloads (issue 25) built WITHOUT frame pointers:
 #         {dwarfwork,cppdwarf,rustdwarf,libcwork} plus pywork.py (run by Debian's python3)
 set -euo pipefail
@@ -17,6 +17,7 @@ SRC=$FIX/src
 BIN=$FIX/bin
 mkdir -p "$SRC" "$BIN"
 cp "$HERE"/cwork.c "$HERE"/cppwork.cpp "$HERE"/rustwork.rs "$HERE"/forkexec.c "$HERE"/vanish.c "$HERE"/bpfload.c "$HERE"/bpfrun.c "$SRC"/
+cp "$HERE"/jitwork.c "$HERE"/bytework.c "$SRC"/
 cp "$HERE"/dwarfwork.c "$HERE"/dwarfwork-df.c "$HERE"/cppdwarf.cpp "$HERE"/rustdwarf.rs "$HERE"/libcwork.c "$SRC"/
 cd "$SRC"
 
@@ -26,6 +27,10 @@ gcc $CFLAGS -o "$BIN"/forkexec forkexec.c
 gcc $CFLAGS -o "$BIN"/vanish vanish.c
 gcc $CFLAGS -o "$BIN"/bpfload bpfload.c
 gcc $CFLAGS -o "$BIN"/bpfrun bpfrun.c
+gcc $CFLAGS -o "$BIN"/jitwork jitwork.c
+# A program whose path is not UTF-8 (tests/golden/non-utf8).
+gcc $CFLAGS -pthread -o "$BIN"/bytework bytework.c
+cp "$BIN"/bytework "$BIN/$(printf 'byte\xffwork\xe9')"
 g++ $CFLAGS -o "$BIN"/cppwork cppwork.cpp
 # LTO keeps the binary small (std's debug info for unused code is dropped); the
 # debug sections are zlib-compressed (SHF_COMPRESSED), like the distro's .debug files.

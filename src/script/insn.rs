@@ -1,0 +1,178 @@
+//! The `insn` and `insnlen` fields: the bytes of the instruction at a
+//! sample's ip, read from the object file (perf's `arch_fetch_insn` on
+//! x86, `thread__memcpy`, `sample__fprintf_insn_raw`).
+//!
+//! ```text
+//! cwork 13794  7ff770e06bc2 msort_with_tmp.part.0 (.../libc.so.6) ilen: 4 insn: 48 83 ed 01
+//!                                                                 ^^^^^^^       ^^^^^^^^^^^
+//!                                     x86 length of the bytes at the ip   the bytes (none if 0)
+//! ```
+//!
+//! perf reads up to 16 bytes (`MAX_INSN`) at the ip's file offset
+//! (`map__map_ip`: `ip - start + pgoff`) from the DSO's data file (see
+//! `Symbolizer::open_data`) and decodes one instruction with the kernel's
+//! x86 decoder, in 32-bit mode only for a DSO whose symbols came from a
+//! 32-bit ELF file (`dso__is_64_bit`): its length is
+//! `ilen` when the decoder accepts the bytes and they hold the whole
+//! instruction, else `ilen: 0` and no bytes. Addresses from 2^63 up are
+//! kernel addresses (`machine__kernel_ip`; x86 leaves the kernel start
+//! there), and the kernel's bytes are never read: its symbols come from
+//! kallsyms, which names no file. An address in no map, or a DSO whose
+//! file is missing or ends before the ip, gives `ilen: 0` too.
+//!
+//! The length comes from `iced-x86`'s decoder rather than a port of the
+//! kernel's table-driven one: for every encoding the kernel's decoder
+//! accepts both give the same length (checked against perf-ref on the
+//! golden recordings, and on random bytes: tests/golden/insn-random).
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use crate::fasthash::FastMap;
+use crate::machine::{CpuMode, DsoId, Machine};
+use crate::symbols::Symbolizer;
+
+use super::fields::{Field, f};
+use super::format;
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// perf's `MAX_INSN`: the bytes read at an ip.
+const MAX_INSN: usize = 16;
+
+/// A DSO's data file, opened once.
+struct DataFile {
+    file: File,
+    /// The DSO's symbols came from a 32-bit object: decoded in 32-bit mode.
+    is_32_bit: bool,
+}
+
+/// The data files opened so far, by DSO (`None`: perf's
+/// `DSO_DATA_STATUS_ERROR`, not tried again).
+#[derive(Default)]
+pub(super) struct InsnReader {
+    files: FastMap<DsoId, Option<DataFile>>,
+}
+
+impl InsnReader {
+    /// The instruction at `ip` of thread `tid`: its bytes, as many as
+    /// its length (empty when perf's decoder would not take them).
+    fn fetch(&mut self, symbolizer: &mut Symbolizer, machine: &mut Machine, tid: i32, ip: u64) -> ([u8; MAX_INSN], usize) {
+        let mut buf = [0u8; MAX_INSN];
+        if ip == 0 || ip >= 1 << 63 {
+            return (buf, 0);
+        }
+        let Ok(map) = symbolizer.find_map(machine, tid, CpuMode::User, ip) else { return (buf, 0) };
+        let data = self.files.entry(map.dso).or_insert_with(|| {
+            let (file, is_32_bit) = symbolizer.open_data(&machine.dsos, map.dso)?;
+            Some(DataFile { file, is_32_bit })
+        });
+        let Some(data) = data else { return (buf, 0) };
+        let n = read_at(&data.file, map.map_ip(ip), &mut buf);
+        let len = insn_len(&buf[..n], if data.is_32_bit { 32 } else { 64 });
+        (buf, len)
+    }
+
+    /// perf's `perf_sample__fprintf_insn` for ordinary samples, for the
+    /// fields asked for: ` ilen: N` (`insnlen`), then ` insn: xx xx ..`
+    /// (`insn`, when N > 0).
+    pub(super) fn print(&mut self, out: &mut Vec<u8>, symbolizer: &mut Symbolizer, machine: &mut Machine, tid: i32, ip: u64, fields: Field) {
+        let (buf, len) = self.fetch(symbolizer, machine, tid, ip);
+        if fields & f::INSNLEN != 0 {
+            out.extend_from_slice(b" ilen: ");
+            format::uint(out, len as u64, 0);
+        }
+        if fields & f::INSN != 0 && len > 0 {
+            out.extend_from_slice(b" insn: ");
+            for (i, b) in buf[..len].iter().enumerate() {
+                if i > 0 {
+                    out.push(b' ');
+                }
+                out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            }
+        }
+    }
+}
+
+/// Reads from `offset` until `buf` is full or the file ends (perf's
+/// `dso__data_read_offset`); how many bytes were read.
+fn read_at(file: &File, offset: u64, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset.saturating_add(n as u64)) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    n
+}
+
+/// The length of the instruction `bytes` start with, in `bitness`-bit
+/// mode; 0 when it is not a whole, valid instruction.
+fn insn_len(bytes: &[u8], bitness: u32) -> usize {
+    if bytes.is_empty() {
+        return 0;
+    }
+    if let Some(len) = rex_then_prefix(bytes, bitness) {
+        return len;
+    }
+    // The kernel's decoder does not check where a LOCK prefix may go.
+    let mut decoder = iced_x86::Decoder::new(bitness, bytes, iced_x86::DecoderOptions::NO_INVALID_CHECK);
+    let insn = decoder.decode();
+    if insn.is_invalid() { 0 } else { insn.len() }
+}
+
+/// The kernel's decoder takes legacy prefixes, then one REX prefix, then
+/// the opcode: a legacy prefix or a second REX after the REX is read as a
+/// one-byte opcode without operands (a CPU ignores such a REX instead;
+/// compilers never emit one). The length it gives then.
+fn rex_then_prefix(bytes: &[u8], bitness: u32) -> Option<usize> {
+    let legacy = |b: u8| matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3);
+    let rex = |b: u8| b & 0xf0 == 0x40;
+    if bitness != 64 {
+        return None;
+    }
+    let i = bytes.iter().take_while(|&&b| legacy(b)).count();
+    let (&r, &next) = (bytes.get(i)?, bytes.get(i + 1)?);
+    (rex(r) && (legacy(next) || rex(next))).then_some(i + 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_of_the_instructions_perf_printed() {
+        // From perf-ref's output on tests/golden/c-threads (-F ip,insn,insnlen).
+        for bytes in [&[0x41, 0x83, 0xfa, 0x01][..], &[0x8b, 0x03], &[0x48, 0x29, 0x6c, 0x24, 0x28], &[0xc3], &[0xc5, 0xfa, 0x6f, 0x4c, 0x16, 0xf0]] {
+            let mut padded = bytes.to_vec();
+            padded.extend_from_slice(&[0x90; 10]);
+            assert_eq!(insn_len(&padded, 64), bytes.len(), "{bytes:02x?}");
+        }
+    }
+
+    #[test]
+    fn cut_or_missing_bytes_give_no_length() {
+        assert_eq!(insn_len(&[], 64), 0);
+        // mov rax, imm64 needs 10 bytes.
+        assert_eq!(insn_len(&[0x48, 0xb8, 1, 2, 3], 64), 0);
+        assert_eq!(insn_len(&[0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8], 64), 10);
+    }
+
+    #[test]
+    fn a_prefix_after_rex_ends_the_instruction_as_for_perf() {
+        // perf-ref on random bytes (tests/hostile.rs, insn-random).
+        assert_eq!(insn_len(&[0x4d, 0x66, 0x94, 0xbf, 0x45], 64), 2);
+        assert_eq!(insn_len(&[0x43, 0x4e, 0x3b, 0x66, 0xf3], 64), 2);
+        assert_eq!(insn_len(&[0x66, 0x48, 0x89, 0xe5], 64), 4);
+    }
+
+    #[test]
+    fn the_mode_changes_lengths() {
+        // 0x48 is a REX prefix in 64-bit mode, `dec eax` in 32-bit mode.
+        assert_eq!(insn_len(&[0x48, 0x89, 0xe5], 64), 3);
+        assert_eq!(insn_len(&[0x48, 0x89, 0xe5], 32), 1);
+    }
+}
