@@ -175,6 +175,9 @@ pub struct Machine {
     /// Cgroup paths by id, from CGROUP records (perf's `env->cgroups`):
     /// the first path given for an id stays, as in perf's `cgroup__findnew`.
     cgroups: crate::fasthash::FastMap<u64, Box<[u8]>>,
+    /// The code of KSYMBOL DSOs that a BPF program load named (perf's
+    /// DSO_BINARY_TYPE__BPF_PROG_INFO): the program's whole JIT image.
+    bpf_code: crate::fasthash::FastMap<DsoId, Rc<[u8]>>,
 }
 
 impl Default for Machine {
@@ -198,6 +201,7 @@ impl Machine {
             epoch: 0,
             groups: 0,
             cgroups: Default::default(),
+            bpf_code: Default::default(),
         };
         m.findnew_thread(0, 0).comm = Some(b"swapper"[..].into());
         m
@@ -391,6 +395,25 @@ impl Machine {
         let dso = self.dsos.ksymbol(&String::from_utf8_lossy(k.name), k.len.into());
         let end = k.addr.saturating_add(k.len.into());
         self.kernel_maps.insert(Map { start: k.addr, end, pgoff: 0, dso, kind: MapKind::Dso, prot: PROT_EXEC, flags: 0 });
+    }
+
+    /// A BPF_EVENT record of a program load (perf's
+    /// `machine__process_bpf_event_load`), with the program as
+    /// HEADER_BPF_PROG_INFO describes it: the DSO of the kernel map at each
+    /// of its functions reads its data from the program's JIT image.
+    pub(crate) fn process_bpf_prog_load(&mut self, prog: &perf_data::bpf::BpfProg) {
+        let code: Rc<[u8]> = prog.jited.as_slice().into();
+        for f in &prog.funcs {
+            if let Some(m) = self.kernel_maps.find(f.addr) {
+                self.bpf_code.insert(m.dso, code.clone());
+            }
+        }
+    }
+
+    /// The bytes a KSYMBOL DSO's data reads come from (see
+    /// [`Machine::process_bpf_prog_load`]), at offsets from its map's start.
+    pub fn bpf_code(&self, dso: DsoId) -> Option<&[u8]> {
+        self.bpf_code.get(&dso).map(|c| &c[..])
     }
 
     /// True until the kernel map of `dso` was loaded (see

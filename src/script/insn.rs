@@ -17,8 +17,12 @@
 //! instruction, else `ilen: 0` and no bytes. Addresses from 2^63 up are
 //! kernel addresses (`machine__kernel_ip`; x86 leaves the kernel start
 //! there), and the kernel's bytes are never read: its symbols come from
-//! kallsyms, which names no file. An address in no map, or a DSO whose
-//! file is missing or ends before the ip, gives `ilen: 0` too.
+//! kallsyms, which names no file. A JIT-compiled BPF program is read from
+//! its code in HEADER_BPF_PROG_INFO once a BPF_EVENT record has named its
+//! DSO (perf's `bpf_read`: at the ip's offset from the map's start, into
+//! the program's whole image, whichever function the map is). An address
+//! in no map, or a DSO whose file is missing or ends before the ip, gives
+//! `ilen: 0` too.
 //!
 //! The length comes from `iced-x86`'s decoder rather than a port of the
 //! kernel's table-driven one: for every encoding the kernel's decoder
@@ -59,8 +63,18 @@ impl InsnReader {
     /// its length (empty when perf's decoder would not take them).
     fn fetch(&mut self, symbolizer: &mut Symbolizer, machine: &mut Machine, tid: i32, ip: u64) -> ([u8; MAX_INSN], usize) {
         let mut buf = [0u8; MAX_INSN];
-        if ip == 0 || ip >= 1 << 63 {
+        if ip == 0 {
             return (buf, 0);
+        }
+        if ip >= 1 << 63 {
+            // Only a BPF program's DSO has data there (its JIT image).
+            let Ok(map) = symbolizer.find_map(machine, tid, CpuMode::Kernel, ip) else { return (buf, 0) };
+            let Some(code) = machine.bpf_code(map.dso) else { return (buf, 0) };
+            let at = usize::try_from(map.map_ip(ip)).unwrap_or(usize::MAX);
+            let bytes = code.get(at..).unwrap_or_default();
+            let n = bytes.len().min(MAX_INSN);
+            buf[..n].copy_from_slice(&bytes[..n]);
+            return (buf, insn_len(&buf[..n], 64));
         }
         let Ok(map) = symbolizer.find_map(machine, tid, CpuMode::User, ip) else { return (buf, 0) };
         let data = self.files.entry(map.dso).or_insert_with(|| {

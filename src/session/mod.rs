@@ -211,6 +211,21 @@ pub struct Session<'a> {
     /// The file offset up to which [`Tool::lookahead`] was shown records
     /// beyond the queue.
     upcoming_seen: std::cell::Cell<u64>,
+    /// HEADER_BPF_PROG_INFO's programs, for BPF_EVENT records.
+    bpf_progs: std::collections::BTreeMap<u32, perf_data::bpf::BpfProg>,
+}
+
+/// `PERF_BPF_EVENT_PROG_LOAD`.
+const BPF_EVENT_PROG_LOAD: u16 = 1;
+
+/// The programs of a HEADER_BPF_PROG_INFO payload (none if perf would
+/// refuse it).
+fn bpf_progs(payload: &[u8], endian: Endian, evlist: &Evlist) -> std::collections::BTreeMap<u32, perf_data::bpf::BpfProg> {
+    let mut env = perf_data::env::Env::default();
+    match env.process(feat::BPF_PROG_INFO, payload, endian, evlist) {
+        Ok(()) => env.bpf_progs,
+        Err(_) => Default::default(),
+    }
 }
 
 /// Most of perf's own messages kept from one input.
@@ -237,6 +252,7 @@ impl<'a> Session<'a> {
         let endian = source.endian();
         let nr_cpus = nr_cpus_avail(&features);
         let unwinder = options.unwind.as_ref().map(|u| UserUnwinder::new(u, features.build_ids()));
+        let bpf_progs = features.get(feat::BPF_PROG_INFO).map(|p| bpf_progs(p, endian, &evlist)).unwrap_or_default();
         Session {
             evlist,
             features,
@@ -263,6 +279,7 @@ impl<'a> Session<'a> {
             progress: None,
             nr_cpus,
             upcoming_seen: std::cell::Cell::new(0),
+            bpf_progs,
         }
     }
 
@@ -678,6 +695,18 @@ impl<'a> Session<'a> {
                 self.machine.process_ksymbol(&k);
                 SideBand::Other
             }
+            kind::BPF_EVENT => {
+                // { u16 type; u16 flags; u32 id; u8 tag[8] }: a program
+                // loaded (type 1) that the header describes.
+                let body = record.body();
+                let (ty, id) = (record.endian.read_u16(body, 0), record.endian.read_u32(body, 4));
+                if ty == Some(BPF_EVENT_PROG_LOAD)
+                    && let Some(prog) = id.and_then(|id| self.bpf_progs.get(&id))
+                {
+                    self.machine.process_bpf_prog_load(prog);
+                }
+                SideBand::Other
+            }
             kind::LOST_SAMPLES => {
                 if let Some(l) = LostRecord::parse(&record) {
                     self.stats.lost_samples = self.stats.lost_samples.saturating_add(l.lost);
@@ -808,6 +837,7 @@ impl<'a> Session<'a> {
                             }
                         }
                         feat::NRCPUS => self.nr_cpus = nr_cpus_avail(&self.features),
+                        feat::BPF_PROG_INFO => self.bpf_progs = bpf_progs(payload, e, &self.evlist),
                         // perf 7.2 checks it as it arrives (pipe files of
                         // perf 6.1 end with an empty one), says why it
                         // rejects it and goes on.

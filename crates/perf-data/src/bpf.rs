@@ -24,6 +24,8 @@ use crate::bytes::{Endian, until_nul};
 /// Byte offsets of `struct bpf_prog_info` fields (linux/bpf.h).
 mod info {
     pub const ID: usize = 4;
+    pub const JITED_PROG_LEN: usize = 16;
+    pub const JITED_PROG_INSNS: usize = 24;
     pub const NAME: usize = 64;
     pub const NAME_LEN: usize = 16;
     pub const NR_JITED_KSYMS: usize = 104;
@@ -41,6 +43,7 @@ mod info {
 
 /// Bits of `arrays` (perf's `enum bpil_array_desc`).
 mod array {
+    pub const JITED_INSNS: u32 = 0;
     pub const JITED_KSYMS: u32 = 3;
     pub const JITED_FUNC_LENS: u32 = 4;
     pub const FUNC_INFO: u32 = 5;
@@ -70,6 +73,9 @@ pub struct BpfProg {
     /// addresses and lengths differ, either array is absent, or (where
     /// perf would read past the entry) an array does not fit its data.
     pub funcs: Vec<BpfFunc>,
+    /// The JIT-compiled code of all its functions (`jited_prog_insns`),
+    /// empty if the entry does not hold it whole.
+    pub jited: Vec<u8>,
 }
 
 impl BpfProg {
@@ -84,16 +90,21 @@ impl BpfProg {
         let u32_at = |o: usize| endian.read_u32(info, o).unwrap_or(0);
         let u64_at = |o: usize| endian.read_u64(info, o).unwrap_or(0);
         let name = info.get(info::NAME..info::NAME + info::NAME_LEN).map(|n| until_nul(n).to_vec()).unwrap_or_default();
-        let mut prog = BpfProg { id: u32_at(info::ID), name, btf_id: u32_at(info::BTF_ID), funcs: Vec::new() };
+        let mut prog = BpfProg { id: u32_at(info::ID), name, btf_id: u32_at(info::BTF_ID), funcs: Vec::new(), jited: Vec::new() };
         let has = |bit: u32| arrays & (1 << bit) != 0;
-        let n = u32_at(info::NR_JITED_KSYMS) as usize;
-        if n != u32_at(info::NR_JITED_FUNC_LENS) as usize || !has(array::JITED_KSYMS) || !has(array::JITED_FUNC_LENS) {
-            return Some(prog);
-        }
         let slice = |off: u64, len: usize| -> Option<&[u8]> {
             let start = usize::try_from(off).ok()?;
             data.get(start..start.checked_add(len)?)
         };
+        if has(array::JITED_INSNS)
+            && let Some(code) = slice(u64_at(info::JITED_PROG_INSNS), u32_at(info::JITED_PROG_LEN) as usize)
+        {
+            prog.jited = code.to_vec();
+        }
+        let n = u32_at(info::NR_JITED_KSYMS) as usize;
+        if n != u32_at(info::NR_JITED_FUNC_LENS) as usize || !has(array::JITED_KSYMS) || !has(array::JITED_FUNC_LENS) {
+            return Some(prog);
+        }
         let (Some(addrs), Some(lens)) = (slice(u64_at(info::JITED_KSYMS), n.saturating_mul(8)), slice(u64_at(info::JITED_FUNC_LENS), n.saturating_mul(4))) else {
             return Some(prog);
         };
@@ -262,6 +273,20 @@ mod tests {
         assert!(BpfProg::parse(&[0u8; 300], &[], ALL, LE).is_none());
         // A short info reads as zeros past its end.
         assert_eq!(BpfProg::parse(&info(7, b"p", 1, 0)[..16], &[], ALL, LE).unwrap().id, 7);
+    }
+
+    #[test]
+    fn jited_code_is_kept_when_it_fits() {
+        let mut i = info(7, b"p", 1, 0);
+        i[16..20].copy_from_slice(&6u32.to_le_bytes());
+        i[24..32].copy_from_slice(&8u64.to_le_bytes());
+        let d = data(1);
+        let p = BpfProg::parse(&i, &d, ALL | 1, LE).unwrap();
+        assert_eq!(p.jited, d[8..14].to_vec());
+        // Not flagged, or past the data: none.
+        assert!(BpfProg::parse(&i, &d, ALL, LE).unwrap().jited.is_empty());
+        i[16..20].copy_from_slice(&600u32.to_le_bytes());
+        assert!(BpfProg::parse(&i, &d, ALL | 1, LE).unwrap().jited.is_empty());
     }
 
     fn btf(names: &[&str]) -> Vec<u8> {
