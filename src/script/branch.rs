@@ -41,19 +41,12 @@ impl Script {
     pub(super) fn print_branch_stack(&mut self, machine: &mut Machine, fields: Field, tid: i32, mode: CpuMode, stack: &BranchStack<'_>) {
         let dso = fields & f::DSO != 0;
         let dsoff = fields & f::DSOFF != 0;
+        let (addresses, symbols) = (fields & f::BRSTACK != 0, fields & f::BRSTACKSYM != 0);
         for e in stack.iter() {
             let from = self.find_map_fb(machine, tid, mode, e.from);
             let to = self.find_map_fb(machine, tid, mode, e.to);
-            if fields & f::BRSTACK != 0 {
-                for (i, (addr, map)) in [(e.from, from), (e.to, to)].into_iter().enumerate() {
-                    self.buf.extend_from_slice(if i == 0 { b" 0x" } else { b"/0x" });
-                    format::hex(&mut self.buf, addr, 0);
-                    if dso {
-                        self.branch_dso(machine, map.as_ref(), dsoff, addr);
-                    }
-                }
-            } else if fields & f::BRSTACKSYM != 0 {
-                for (i, (addr, map)) in [(e.from, from), (e.to, to)].into_iter().enumerate() {
+            for (i, (addr, map)) in [(e.from, from), (e.to, to)].into_iter().enumerate() {
+                if symbols && !addresses {
                     if i == 1 {
                         self.buf.push(b'/');
                     }
@@ -63,14 +56,12 @@ impl Script {
                     }
                     let rel = map.map_or(addr, |m| m.map_ip(addr));
                     super::callchain::symname(&mut self.buf, sym.as_ref(), map.as_ref(), rel, true);
-                    if dso {
-                        self.branch_dso(machine, map.as_ref(), dsoff, addr);
-                    }
-                }
-            } else {
-                for (i, (addr, map)) in [(e.from, from), (e.to, to)].into_iter().enumerate() {
-                    let off = match &map {
-                        Some(m) if !(self.loaded_dsos.has(m.dso) && self.symbolizer.adjusts_symbols(&machine.dsos, m.dso)) => {
+                } else {
+                    // brstackoff: an offset into the DSO, unless perf has
+                    // loaded its symbols and they say adjust_symbols (see
+                    // the module doc).
+                    let shown = match &map {
+                        Some(m) if !addresses && !(self.loaded_dsos.has(m.dso) && self.symbolizer.adjusts_symbols(&machine.dsos, m.dso)) => {
                             // perf's kernel map has pgoff 0 (the MMAP record's
                             // pgoff names the reference symbol's address).
                             let pgoff = if machine.dsos.get(m.dso).kind == DsoKind::Kernel { 0 } else { m.pgoff };
@@ -79,10 +70,10 @@ impl Script {
                         _ => addr,
                     };
                     self.buf.extend_from_slice(if i == 0 { b" 0x" } else { b"/0x" });
-                    format::hex(&mut self.buf, off, 0);
-                    if dso {
-                        self.branch_dso(machine, map.as_ref(), dsoff, addr);
-                    }
+                    format::hex(&mut self.buf, shown, 0);
+                }
+                if dso {
+                    self.branch_dso(machine, map.as_ref(), dsoff, addr);
                 }
             }
             flags(&mut self.buf, e.flags);

@@ -601,14 +601,14 @@ impl Symbolizer {
     /// on the vmlinux's `.text`, or (from kallsyms) from the first symbol's
     /// start to the last one's end, if it has symbols.
     pub(crate) fn kernel_map_fixed(&mut self, dsos: &Dsos, map: &Map) -> Option<Map> {
+        let vmlinux = self.config.uses_vmlinux();
         let st = self.state(dsos, map.dso);
         if let Some(t) = st.loaded.kernel_text {
             return Some(Map { start: t.start, end: t.end, pgoff: t.pgoff, kind: crate::machine::MapKind::Dso, ..*map });
         }
-        if self.config.uses_vmlinux() {
+        if vmlinux {
             return None; // a vmlinux refused or without .text symbols
         }
-        let st = self.state(dsos, map.dso);
         let syms = &mut st.loaded.syms;
         let start = syms.first()?.start;
         Some(Map { start, end: syms.last()?.end, ..*map })
