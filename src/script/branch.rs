@@ -61,7 +61,7 @@ impl Script {
                     // loaded its symbols and they say adjust_symbols (see
                     // the module doc).
                     let shown = match &map {
-                        Some(m) if !addresses && !(self.loaded_dsos.has(m.dso) && self.symbolizer.adjusts_symbols(&machine.dsos, m.dso)) => {
+                        Some(m) if !(addresses || (self.loaded_dsos.has(m.dso) && self.symbolizer.adjusts_symbols(&machine.dsos, m.dso))) => {
                             // perf's kernel map has pgoff 0 (the MMAP record's
                             // pgoff names the reference symbol's address).
                             let pgoff = if machine.dsos.get(m.dso).kind == DsoKind::Kernel { 0 } else { m.pgoff };
