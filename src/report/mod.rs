@@ -134,7 +134,7 @@ fn run<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, config: 
         }
     }
     // perf unwinds --call-graph dwarf samples for its scripts too.
-    crate::script::unwind_where_shown(&mut session_opts, &output, &symbols);
+    crate::script::user_callchains_where_shown(&mut session_opts, &output, &symbols);
     let symbolizer = crate::script::symbolizer(symbols.clone(), &features, &evlist, threads);
     let printer = if session_opts.no_merge_callchains {
         let mut own = Symbolizer::new(symbols);

@@ -192,11 +192,11 @@ impl<'s> Collector<'s> {
     }
 
     /// perf's `thread__resolve_callchain` as the scripting engine calls it:
-    /// context markers switch the address space, at most `max_stack`
-    /// addresses are taken, and an unknown marker empties the chain.
-    fn resolve_chain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone) {
+    /// context markers switch the address space, at most `max` addresses
+    /// are taken, and an unknown marker empties the chain.
+    fn resolve_chain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone, max: usize) {
         self.chain.clear();
-        let Some(entries) = crate::machine::callchain_entries(chain, self.max_stack) else { return };
+        let Some(entries) = crate::machine::callchain_entries(chain, max) else { return };
         let inline = self.symbolizer.config.inline;
         let mut last: Option<(CpuMode, Map)> = None;
         for (mode, ip) in entries {
@@ -230,7 +230,7 @@ impl Tool for Collector<'_> {
         // start an addr2line.
         if !self.hide_call_graph {
             let started = self.symbolizer.a2l_started();
-            self.resolve_chain(cx.machine, ev.id.tid, ev.deferred.ips.iter());
+            self.resolve_chain(cx.machine, ev.id.tid, ev.deferred.ips.iter(), self.max_stack);
             if self.symbolizer.a2l_started() != started {
                 self.flushes.push(Flush::Inside(self.records));
             }
@@ -264,14 +264,14 @@ impl Tool for Collector<'_> {
         let s = ev.sample;
         let started = self.symbolizer.a2l_started();
         match ev.callchain {
-            Some(Callchain::Merged(ips)) if with_callchain => self.resolve_chain(cx.machine, s.tid, ips.iter().copied()),
-            Some(Callchain::Recorded(c)) if with_callchain => self.resolve_chain(cx.machine, s.tid, c.iter()),
-            Some(Callchain::Unwound { recorded, user }) if with_callchain => {
-                // The kernel part, then the unwound user frames, each cut at
-                // --max-stack on its own (as perf script prints them).
-                self.resolve_chain(cx.machine, s.tid, recorded.iter());
+            Some(Callchain::Merged(ips)) if with_callchain => self.resolve_chain(cx.machine, s.tid, ips.iter().copied(), self.max_stack),
+            Some(Callchain::Recorded(c)) if with_callchain => self.resolve_chain(cx.machine, s.tid, c.iter(), self.max_stack),
+            Some(Callchain::Split { recorded, user }) if with_callchain => {
+                // The kernel part cut at --max-stack, then the user frames,
+                // cut already where perf cuts them.
+                self.resolve_chain(cx.machine, s.tid, recorded.iter(), self.max_stack);
                 let mut chain = std::mem::take(&mut self.chain);
-                self.resolve_chain(cx.machine, s.tid, std::iter::once(context::USER).chain(user.iter().copied()));
+                self.resolve_chain(cx.machine, s.tid, std::iter::once(context::USER).chain(user.iter().copied()), usize::MAX);
                 chain.extend_from_slice(&self.chain);
                 self.chain = chain;
             }

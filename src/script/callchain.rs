@@ -67,8 +67,10 @@ impl Script {
     /// Context markers switch the address space; an unknown marker makes
     /// perf discard what it resolved and print an empty callchain.
     /// `ty`: the output type whose `ip_opts` apply.
-    pub(super) fn print_callchain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone, ty: usize, cookie: Option<u64>) {
-        let Some(entries) = crate::machine::callchain_entries(chain, self.opts.max_stack) else { return };
+    /// `max`: how many addresses to print at most (`--max-stack`, or no
+    /// limit for user frames the session already cut where perf does).
+    pub(super) fn print_callchain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone, max: usize, ty: usize, cookie: Option<u64>) {
+        let Some(entries) = crate::machine::callchain_entries(chain, max) else { return };
         let code = line_code(self.ip_opts[ty], LineStyle::Callchain, false);
         let epoch = machine.epoch();
         let mut found = self.recent_maps.take(tid, epoch);

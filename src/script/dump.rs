@@ -76,7 +76,7 @@ impl Script {
                 if let (Some(s), Some(evsel)) = (ev.sample, ev.evsel) {
                     let attr = &cx.evlist.evsels[evsel].attr;
                     out.extend_from_slice(b"PERF_RECORD_SAMPLE");
-                    sample(out, rec, s, attr.sample_type, x86);
+                    sample(out, rec, s, attr, x86);
                 }
             }
             kind::CALLCHAIN_DEFERRED => {
@@ -226,8 +226,36 @@ fn branch_stack(out: &mut Vec<u8>, stack: &perf_data::sample::BranchStack<'_>) {
     }
 }
 
+/// perf's `branch_stack__printf` for an LBR call stack: the first entry's
+/// `to`, then every `from` (one more line than entries).
+fn branch_callstack(out: &mut Vec<u8>, stack: &perf_data::sample::BranchStack<'_>) {
+    format::text(out, format_args!("... branch callstack: nr:{}\n", stack.len() + 1));
+    for (i, e) in stack.iter().enumerate() {
+        if i == 0 {
+            format::text(out, format_args!("..... {i:2}: {:016x}\n", e.to));
+        }
+        format::text(out, format_args!("..... {:2}: {:016x}\n", i + 1, e.from));
+    }
+}
+
+/// perf's `callchain__lbr_callstack_printf`: the callchain as the LBR call
+/// stack makes it (the kernel part up to the `PERF_CONTEXT_USER` marker,
+/// the first entry's `to`, every `from`), when there is a marker and an
+/// entry.
+fn lbr_call_chain(out: &mut Vec<u8>, ips: &[u64], stack: &perf_data::sample::BranchStack<'_>) {
+    let Some(marker) = ips.iter().position(|&ip| ip == context::USER) else { return };
+    let Some(first) = stack.iter().next() else { return };
+    format::text(out, format_args!("... LBR call chain: nr:{}\n", marker + 2 + stack.len()));
+    let user = std::iter::once(first.to).chain(stack.iter().map(|e| e.from));
+    for (i, ip) in ips[..=marker].iter().copied().chain(user).enumerate() {
+        format::text(out, format_args!("..... {i:2}: {ip:016x}\n"));
+    }
+}
+
 /// perf's `dump_sample`, for the sample fields pstitch decodes.
-fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, sample_type: u64, x86: bool) {
+fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, attr: &perf_data::attr::Attr, x86: bool) {
+    let sample_type = attr.sample_type;
+    let callstack = attr.branch_sample_type & perf_data::attr::branch_sample_type::CALL_STACK != 0;
     format::text(out, format_args!("(IP, {:#x}): {}/{}: ", rec.header.misc, s.pid, s.tid));
     format::hex_alt(out, s.ip);
     format::text(out, format_args!(" period: {} addr: ", s.period));
@@ -235,6 +263,9 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
     out.push(b'\n');
     if let Some(chain) = s.callchain {
         let ips: Vec<u64> = chain.iter().collect();
+        if callstack && let Some(stack) = &s.branch_stack {
+            lbr_call_chain(out, &ips, stack);
+        }
         format::text(out, format_args!("... FP chain: nr:{}\n", ips.len()));
         for (i, ip) in ips.iter().enumerate() {
             format::text(out, format_args!("..... {i:2}: {ip:016x}{}\n", context_name(*ip)));
@@ -243,8 +274,10 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
             out.extend_from_slice(b"...... (deferred)\n");
         }
     }
-    if let Some(stack) = &s.branch_stack {
-        branch_stack(out, stack);
+    match &s.branch_stack {
+        Some(stack) if callstack => branch_callstack(out, stack),
+        Some(stack) => branch_stack(out, stack),
+        None => {}
     }
     for (kind, regs) in [("user", &s.user_regs), ("intr", &s.intr_regs)] {
         if let Some(r) = regs

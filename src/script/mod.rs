@@ -25,7 +25,7 @@ mod run;
 
 pub use fields::{FieldError, OutputFields};
 pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
-pub(crate) use run::{FilterLists, apply_filters, session_messages, symbolizer, unwind_where_shown};
+pub(crate) use run::{FilterLists, apply_filters, session_messages, symbolizer, user_callchains_where_shown};
 
 use std::io::Write;
 
@@ -574,17 +574,17 @@ impl Script {
             match (with_callchain, ev.callchain) {
                 (true, Some(Callchain::Merged(ips))) => {
                     self.buf.push(b'\n');
-                    self.print_callchain(machine, s.tid, ips.iter().copied(), ty, ev.cookie);
+                    self.print_callchain(machine, s.tid, ips.iter().copied(), self.opts.max_stack, ty, ev.cookie);
                 }
                 (true, Some(Callchain::Recorded(c))) => {
                     self.buf.push(b'\n');
-                    self.print_callchain(machine, s.tid, c.iter(), ty, ev.cookie);
+                    self.print_callchain(machine, s.tid, c.iter(), self.opts.max_stack, ty, ev.cookie);
                 }
-                (true, Some(Callchain::Unwound { recorded, user })) => {
-                    // perf cuts each part at --max-stack on its own.
+                (true, Some(Callchain::Split { recorded, user })) => {
+                    // The user part is cut where perf cuts it already.
                     self.buf.push(b'\n');
-                    self.print_callchain(machine, s.tid, recorded.iter(), ty, None);
-                    self.print_callchain(machine, s.tid, std::iter::once(context::USER).chain(user.iter().copied()), ty, None);
+                    self.print_callchain(machine, s.tid, recorded.iter(), self.opts.max_stack, ty, None);
+                    self.print_callchain(machine, s.tid, std::iter::once(context::USER).chain(user.iter().copied()), usize::MAX, ty, None);
                 }
                 _ => {
                     self.buf.push(b' ');
@@ -642,7 +642,7 @@ impl Script {
         if fields & f::IP != 0 {
             if self.use_callchain {
                 self.buf.push(b'\n');
-                self.print_callchain(machine, id.tid, ev.deferred.ips.iter(), ty, None);
+                self.print_callchain(machine, id.tid, ev.deferred.ips.iter(), self.opts.max_stack, ty, None);
             } else {
                 self.buf.push(b' ');
                 self.print_ip_line(machine, id.tid, CpuMode::from_misc(misc), 0, self.ip_opts[ty]);

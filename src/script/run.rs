@@ -370,7 +370,7 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     if let Err(outcome) = list_filters(&lists, &evlist, &features, &mut session_opts, &mut messages) {
         return Report::stop(outcome, messages);
     }
-    unwind_where_shown(&mut session_opts, &output, &symbols);
+    user_callchains_where_shown(&mut session_opts, &output, &symbols);
     let symbolizer = symbolizer(symbols, &features, &evlist, threads);
     let mut script = KeepAtExit { value: Some(Script::new(output, symbolizer, out, threads)), exiting: source.process_exits };
     let pipe = input.pipe;
@@ -464,13 +464,18 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     report(outcome, messages)
 }
 
-/// perf unwinds --call-graph dwarf samples wherever it shows their
-/// callchain (printed, or handed to its scripts): with the files symbols
-/// come from, cut at `--max-stack`.
-pub(crate) fn unwind_where_shown(opts: &mut SessionOptions, output: &ScriptOptions, symbols: &SymbolConfig) {
-    if opts.unwind.is_none() && !output.hide_call_graph {
+/// perf finds the user callchains of `--call-graph dwarf` and
+/// `--call-graph lbr` samples wherever it shows their callchain (printed,
+/// or handed to its scripts): unwound with the files symbols come from, or
+/// taken from the LBR call stack; with `--max-stack`.
+pub(crate) fn user_callchains_where_shown(opts: &mut SessionOptions, output: &ScriptOptions, symbols: &SymbolConfig) {
+    if output.hide_call_graph {
+        return;
+    }
+    if opts.unwind.is_none() {
         opts.unwind = Some(UnwindOptions { max_stack: output.max_stack, files: symbols.clone(), styles: output.unwind_styles });
     }
+    opts.lbr_max_stack.get_or_insert(output.max_stack);
 }
 
 /// The symbolizer of a run: the input's build-ids, and kallsyms read ahead

@@ -19,6 +19,7 @@
 
 mod deferred;
 pub mod filter;
+mod lbr;
 mod ordered;
 mod tool;
 
@@ -28,7 +29,7 @@ use crate::fasthash::FastMap;
 use crate::machine::{Comm, Machine};
 use crate::unwind::{UnwindOptions, UserUnwinder};
 use perf_data::Error as Damaged;
-use perf_data::attr::{Attr, flag, sample_type};
+use perf_data::attr::{Attr, branch_sample_type, flag, sample_type};
 use perf_data::bytes::Endian;
 use perf_data::compressed::{self, Decompressor};
 use perf_data::error::Warnings;
@@ -164,9 +165,13 @@ pub struct SessionOptions {
     pub filter: SampleFilter,
     pub limits: Limits,
     /// Unwind the user stacks of `--call-graph dwarf` samples (delivered
-    /// as [`Callchain::Unwound`]); `None`: deliver their recorded
+    /// as [`Callchain::Split`]); `None`: deliver their recorded
     /// callchain as it is.
     pub unwind: Option<UnwindOptions>,
+    /// Show the user callchains of samples with an LBR call stack from
+    /// that stack, as perf does, with this `--max-stack` (delivered as
+    /// [`Callchain::Split`]); `None`: deliver their recorded callchain.
+    pub lbr_max_stack: Option<usize>,
 }
 
 /// Reads one input to the end.
@@ -193,6 +198,8 @@ pub struct Session<'a> {
     merged: Vec<u64>,
     /// Unwinds `--call-graph dwarf` samples, if asked to.
     unwinder: Option<UserUnwinder>,
+    /// `--max-stack` for user callchains from LBR call stacks, if shown so.
+    lbr_max_stack: Option<usize>,
     /// Counter values of PERF_SAMPLE_READ samples as last delivered.
     read_values: ReadValuesSeen,
     endian: Endian,
@@ -253,7 +260,7 @@ impl<'a> Session<'a> {
         let nr_cpus = nr_cpus_avail(&features);
         let unwinder = options.unwind.as_ref().map(|u| UserUnwinder::new(u, features.build_ids()));
         let bpf_progs = features.get(feat::BPF_PROG_INFO).map(|p| bpf_progs(p, endian, &evlist)).unwrap_or_default();
-        Session {
+        let mut session = Session {
             evlist,
             features,
             pipe,
@@ -269,6 +276,7 @@ impl<'a> Session<'a> {
             stitcher: Stitcher::default(),
             merged: Vec::new(),
             unwinder,
+            lbr_max_stack: options.lbr_max_stack,
             read_values: ReadValuesSeen { whole: options.whole_read_samples, ..Default::default() },
             endian,
             source,
@@ -280,6 +288,25 @@ impl<'a> Session<'a> {
             nr_cpus,
             upcoming_seen: std::cell::Cell::new(0),
             bpf_progs,
+        };
+        let bits: Vec<u32> = session.features.bits().collect();
+        for bit in bits {
+            session.refuse_cross_endian(bit);
+        }
+        session
+    }
+
+    /// perf 7.2 does not decode BPF program data of the other byte order:
+    /// it says so for each of the two features and leaves them out (see
+    /// `Env::process`).
+    fn refuse_cross_endian(&mut self, bit: u32) {
+        let what = match bit {
+            feat::BPF_PROG_INFO => "bpf_prog_info",
+            feat::BPF_BTF => "btf",
+            _ => return,
+        };
+        if self.endian != Endian::NATIVE {
+            self.perf_say(|| format!("interpreting {what} from systems with endianness is not yet supported"));
         }
     }
 
@@ -340,7 +367,7 @@ impl<'a> Session<'a> {
 
     /// The context a tool sees, and the session's own delivery state.
     fn parts(&mut self) -> Delivery<'_> {
-        Delivery { cx: context!(self), merged: &mut self.merged, read_values: &mut self.read_values, unwinder: self.unwinder.as_mut() }
+        Delivery { cx: context!(self), merged: &mut self.merged, read_values: &mut self.read_values, unwinder: self.unwinder.as_mut(), lbr_max_stack: self.lbr_max_stack }
     }
 
     fn read_all(&mut self, tool: &mut dyn Tool) -> Result<()> {
@@ -616,7 +643,7 @@ impl<'a> Session<'a> {
     fn deliver_held(&mut self, tool: &mut dyn Tool, h: &HeldSample, d: Option<DeferredCallchainRecord<'_>>, cookie: Option<u64>) -> Result<()> {
         let evsel = h.evsel as usize;
         let e = self.endian;
-        let Delivery { cx, merged, read_values, unwinder } = self.parts();
+        let Delivery { cx, merged, read_values, unwinder, lbr_max_stack } = self.parts();
         let attr = &cx.evlist.evsels[evsel].attr;
         let record = Record { header: RecordHeader::parse(&h.bytes, e).ok_or_else(|| Damaged::in_record(h.offset, kind::SAMPLE, "held record truncated"))?, bytes: &h.bytes, endian: e };
         let s = Sample::parse(record.body(), attr, e).map_err(|err| Damaged::in_record(h.offset, kind::SAMPLE, err.to_string()))?;
@@ -632,7 +659,7 @@ impl<'a> Session<'a> {
             (_, chain) => chain.map(Callchain::Recorded),
         };
         let out = Outgoing { offset: h.offset, evsel, record, sample: &s, callchain, held_comm: Some(&h.comm), cookie, held: Some(h.seq) };
-        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), read_values, unwinder }, out)
+        deliver_filtered(tool, Delivery { cx, merged: &mut Vec::new(), read_values, unwinder, lbr_max_stack }, out)
     }
 
     /// perf's last word when a tool refuses a record of a pipe
@@ -829,6 +856,7 @@ impl<'a> Session<'a> {
                 let Some(feat) = e.read_u64(body, 0) else { return self.consumed(tool, offset, bytes, Why::Skipped) };
                 let payload = body.get(8..).unwrap_or(&[]);
                 if let Ok(bit) = u32::try_from(feat) {
+                    self.refuse_cross_endian(bit);
                     self.features.insert(bit, payload.to_vec());
                     match bit {
                         feat::EVENT_DESC => {
@@ -966,6 +994,7 @@ struct Delivery<'s> {
     /// PERF_SAMPLE_READ counters as last delivered.
     read_values: &'s mut ReadValuesSeen,
     unwinder: Option<&'s mut UserUnwinder>,
+    lbr_max_stack: Option<usize>,
 }
 
 /// perf's period storage of PERF_SAMPLE_READ counters: the value each
@@ -1000,11 +1029,11 @@ struct Outgoing<'r> {
 /// per counter as perf's `evlist__deliver_sample` splits it: the counter's
 /// event, its id, and as period the counter's change since the last sample
 /// (none for a counter that did not change).
-fn deliver_filtered(tool: &mut dyn Tool, Delivery { mut cx, read_values: seen, mut unwinder, .. }: Delivery<'_>, out: Outgoing<'_>) -> Result<()> {
+fn deliver_filtered(tool: &mut dyn Tool, Delivery { mut cx, read_values: seen, mut unwinder, lbr_max_stack, .. }: Delivery<'_>, out: Outgoing<'_>) -> Result<()> {
     let (s, evsel) = (out.sample, out.evsel);
     let attr = &cx.evlist.evsels[evsel].attr;
     let Some(read) = s.read.filter(|_| attr.samples(sample_type::READ) && !seen.whole) else {
-        return deliver_one(tool, &mut cx, unwinder, out);
+        return deliver_one(tool, &mut cx, unwinder, lbr_max_stack, out);
     };
     // perf_evsel__attr_has_per_thread_sample_period.
     let per_thread = attr.samples(sample_type::TID) && attr.has(flag::INHERIT);
@@ -1019,7 +1048,7 @@ fn deliver_filtered(tool: &mut dyn Tool, Delivery { mut cx, read_values: seen, m
         *last = value;
         if period != 0 {
             let one = Sample { id: Some(id), period, ..*s };
-            deliver_one(tool, &mut cx, unwinder.as_deref_mut(), Outgoing { evsel: member, sample: &one, ..out })?;
+            deliver_one(tool, &mut cx, unwinder.as_deref_mut(), lbr_max_stack, Outgoing { evsel: member, sample: &one, ..out })?;
         }
     }
     Ok(())
@@ -1028,9 +1057,10 @@ fn deliver_filtered(tool: &mut dyn Tool, Delivery { mut cx, read_values: seen, m
 /// Delivers a sample that passes the filters, with its thread resolved
 /// as perf's `machine__resolve` does (creating it if needed), and its user
 /// stack unwound if it has one to unwind (perf's
-/// `thread__resolve_callchain_unwind`). `held_comm`: the comm of a sample
-/// that was held for its deferred callchain.
-fn deliver_one(tool: &mut dyn Tool, cx: &mut Context<'_>, unwinder: Option<&mut UserUnwinder>, out: Outgoing<'_>) -> Result<()> {
+/// `thread__resolve_callchain_unwind`) or taken from its LBR call stack
+/// (`lbr_max_stack`: see [`lbr`]). `held_comm`: the comm of a sample that
+/// was held for its deferred callchain.
+fn deliver_one(tool: &mut dyn Tool, cx: &mut Context<'_>, unwinder: Option<&mut UserUnwinder>, lbr_max_stack: Option<usize>, out: Outgoing<'_>) -> Result<()> {
     let Outgoing { offset, evsel, record, sample: s, callchain, held_comm, cookie, held } = out;
     if cx.filter.skip_time(s.time) || cx.filter.skip_cpu(s.cpu) {
         return Ok(());
@@ -1045,11 +1075,20 @@ fn deliver_one(tool: &mut dyn Tool, cx: &mut Context<'_>, unwinder: Option<&mut 
     if cx.filter.skip_thread(comm, pid, s.tid) {
         return Ok(());
     }
+    let attr = &cx.evlist.evsels[evsel].attr;
+    let mut lbr_user = Vec::new();
     let callchain = match (callchain, unwinder) {
-        (Some(Callchain::Recorded(recorded)), Some(u)) if UserUnwinder::applies(cx.evlist.evsels[evsel].attr.sample_type) => {
+        (Some(Callchain::Recorded(recorded)), Some(u)) if UserUnwinder::applies(attr.sample_type) => {
             let arch = cx.features.string(feat::ARCH);
             let user = u.unwind(cx.machine, s, cx.endian, arch.as_deref());
-            Some(Callchain::Unwound { recorded, user })
+            Some(Callchain::Split { recorded, user })
+        }
+        (Some(Callchain::Recorded(chain)), _)
+            if attr.branch_sample_type & branch_sample_type::CALL_STACK != 0
+                && let (Some(max), Some(stack)) = (lbr_max_stack, &s.branch_stack)
+                && let Some(recorded) = lbr::user_frames(chain, s.ip, stack, max, &mut lbr_user) =>
+        {
+            Some(Callchain::Split { recorded, user: &lbr_user })
         }
         (c, _) => c,
     };

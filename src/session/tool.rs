@@ -107,12 +107,13 @@ pub enum Callchain<'r> {
     /// The kernel part up to and including `PERF_CONTEXT_USER_DEFERRED`,
     /// then the deferred user ips.
     Merged(&'r [u64]),
-    /// A `--call-graph dwarf` sample: the recorded part (the kernel's
-    /// entries; the kernel records no user ones), then the user frames
-    /// unwound from the sample's registers and stack copy, leaf first, at
-    /// most `--max-stack` of them. perf cuts each part at `--max-stack`
-    /// on its own.
-    Unwound { recorded: U64Array<'r>, user: &'r [u64] },
+    /// The recorded part (the kernel's entries), then user frames found
+    /// another way, leaf first, shown without a further cut at
+    /// `--max-stack`: unwound from a `--call-graph dwarf` sample's
+    /// registers and stack copy (at most `--max-stack` of them: perf cuts
+    /// each part on its own), or taken from an LBR call stack
+    /// (`--call-graph lbr`, every entry: see `session::lbr`).
+    Split { recorded: U64Array<'r>, user: &'r [u64] },
 }
 
 impl Callchain<'_> {
@@ -121,7 +122,7 @@ impl Callchain<'_> {
         match self {
             Callchain::Recorded(a) => a.len(),
             Callchain::Merged(m) => m.len(),
-            Callchain::Unwound { recorded, user } => recorded.len() + if user.is_empty() { 0 } else { 1 + user.len() },
+            Callchain::Split { recorded, user } => recorded.len() + if user.is_empty() { 0 } else { 1 + user.len() },
         }
     }
 
@@ -135,7 +136,7 @@ impl Callchain<'_> {
         match self {
             Callchain::Recorded(a) => a.iter().collect(),
             Callchain::Merged(m) => m.to_vec(),
-            Callchain::Unwound { recorded, user } => {
+            Callchain::Split { recorded, user } => {
                 let mut v: Vec<u64> = recorded.iter().collect();
                 if !user.is_empty() {
                     v.push(perf_data::sample::context::USER);

@@ -65,8 +65,11 @@ pub mod read_format {
     pub const LOST: u64 = 1 << 4;
 }
 
-/// `branch_sample_type` bits that change the sample layout.
+/// `branch_sample_type` bits that change the sample layout, and
+/// `CALL_STACK` (the branch stack is an LBR call stack: perf takes a
+/// sample's user callchain from it).
 pub mod branch_sample_type {
+    pub const CALL_STACK: u64 = 1 << 11;
     pub const HW_INDEX: u64 = 1 << 17;
     pub const COUNTERS: u64 = 1 << 19;
 }
