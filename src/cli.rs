@@ -264,6 +264,7 @@ pub fn config(args: &ScriptArgs) -> ScriptConfig {
         nanosecs: args.ns,
         hide_call_graph: args.hide_call_graph,
         max_stack: args.max_stack as usize,
+        max_blocks: args.max_blocks,
         show_task_events: args.show_task_events,
         show_mmap_events: args.show_mmap_events,
         show_lost_events: args.show_lost_events,

@@ -122,6 +122,7 @@ pub struct ScriptArgs {
     pub ns: bool,
     pub hide_call_graph: bool,
     pub max_stack: u32,
+    pub max_blocks: u32,
     pub inline: bool,
     pub demangle: bool,
     pub demangle_kernel: bool,
@@ -185,6 +186,7 @@ impl Default for ScriptArgs {
             ns: false,
             hide_call_graph: false,
             max_stack: script::DEFAULT_MAX_STACK as u32,
+            max_blocks: 0,
             inline: true,
             demangle: true,
             demangle_kernel: false,
@@ -357,7 +359,11 @@ fn apply(a: &mut ScriptArgs, o: &Opt, v: Value) -> Result<(), Refusal> {
         "show-text-poke-events" => a.show_text_poke_events = on,
         "per-event-dump" => a.per_event_dump = on,
         "force" => a.force = on,
-        "max-blocks" => {}
+        "max-blocks" => {
+            if let Value::Int(n) = v {
+                a.max_blocks = n as u32;
+            }
+        }
         "ns" => a.ns = on,
         // Instruction tracing options: nothing to decode without AUX data.
         "itrace" => {}

@@ -114,8 +114,9 @@ const PRINTED_EMPTY: Field = f::CALLINDENT | f::SYNTH | f::MACHINE_PID | f::VCPU
 
 /// Fields perf refuses, with its messages, for recordings without their
 /// data; pstitch refuses them for recordings with it (it cannot print them
-/// yet): see [`OutputFields::check_attr`] and `Script::check_output`. The
-/// `brstackinsn` family disassembles the code between branches.
+/// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
+/// `brstackdisasm` disassembles the code between branches (and
+/// `brstackinsn` is not printed with source lines yet).
 const REFUSED_WITH_DATA: Field = f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM | f::BRCNTR | f::TOD;
 
 /// "pstitch does not support the '<name>' field" (for `detail`).
@@ -413,7 +414,12 @@ impl OutputFields {
                     "Display of branch stack assembler requested, but non all-branch filter set\nHint: run 'perf record -b ...'".into(),
                 ));
             }
-            return Err(unsupported(insn & insn.wrapping_neg(), " (it disassembles the code between branches)"));
+            if insn & f::BRSTACKDISASM != 0 {
+                return Err(unsupported(f::BRSTACKDISASM, " (it disassembles the code between branches)"));
+            }
+            if has(f::SRCLINE, self) || has(f::SRCCODE, self) {
+                return Err(unsupported(insn & insn.wrapping_neg(), " together with 'srcline' or 'srccode'"));
+            }
         }
         if has(f::BRCNTR, self) {
             if self.combined_branch_type & BRANCH_COUNTERS == 0 {
@@ -571,7 +577,15 @@ mod tests {
         assert!(o.check_attr(&branches, "cpu-clock", false).unwrap_err().0.starts_with("pstitch does not support the 'brcntr' field"));
         let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
         o.parse("ip,brstackinsnlen").unwrap();
+        o.check_attr(&branches, "cpu-clock", false).unwrap();
+        assert_ne!(o.types[TYPE_SW].fields & f::BRSTACKINSNLEN, 0);
+        let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
+        o.parse("ip,srcline,brstackinsn").unwrap();
         let e = o.check_attr(&branches, "cpu-clock", false).unwrap_err().0;
-        assert_eq!(e, "pstitch does not support the 'brstackinsnlen' field (it disassembles the code between branches)");
+        assert_eq!(e, "pstitch does not support the 'brstackinsn' field together with 'srcline' or 'srccode'");
+        let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
+        o.parse("ip,brstackdisasm").unwrap();
+        let e = o.check_attr(&branches, "cpu-clock", false).unwrap_err().0;
+        assert_eq!(e, "pstitch does not support the 'brstackdisasm' field (it disassembles the code between branches)");
     }
 }

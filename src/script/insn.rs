@@ -33,7 +33,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use crate::fasthash::FastMap;
-use crate::machine::{CpuMode, DsoId, Machine};
+use crate::machine::{CpuMode, DsoId, Machine, Map};
 use crate::symbols::Symbolizer;
 
 use super::fields::{Field, f};
@@ -66,25 +66,33 @@ impl InsnReader {
         if ip == 0 {
             return (buf, 0);
         }
-        if ip >= 1 << 63 {
-            // Only a BPF program's DSO has data there (its JIT image).
-            let Ok(map) = symbolizer.find_map(machine, tid, CpuMode::Kernel, ip) else { return (buf, 0) };
-            let Some(code) = machine.bpf_code(map.dso) else { return (buf, 0) };
-            let at = usize::try_from(map.map_ip(ip)).unwrap_or(usize::MAX);
+        let mode = if ip >= 1 << 63 { CpuMode::Kernel } else { CpuMode::User };
+        let Ok(map) = symbolizer.find_map(machine, tid, mode, ip) else { return (buf, 0) };
+        let Some((n, bitness)) = self.read(symbolizer, machine, &map, ip, &mut buf) else { return (buf, 0) };
+        let len = insn_len(&buf[..n], bitness);
+        (buf, len)
+    }
+
+    /// perf's `dso__data_read_offset` at `addr` of `map`: how many bytes of
+    /// `buf` were filled and the decoding mode of the DSO (`dso__is_64_bit`),
+    /// or `None` when the DSO has no data to read (its file is missing;
+    /// kernel maps other than BPF programs, whose code comes from their
+    /// JIT image in HEADER_BPF_PROG_INFO).
+    pub(super) fn read(&mut self, symbolizer: &mut Symbolizer, machine: &Machine, map: &Map, addr: u64, buf: &mut [u8]) -> Option<(usize, u32)> {
+        if addr >= 1 << 63 {
+            let code = machine.bpf_code(map.dso)?;
+            let at = usize::try_from(map.map_ip(addr)).unwrap_or(usize::MAX);
             let bytes = code.get(at..).unwrap_or_default();
-            let n = bytes.len().min(MAX_INSN);
+            let n = bytes.len().min(buf.len());
             buf[..n].copy_from_slice(&bytes[..n]);
-            return (buf, insn_len(&buf[..n], 64));
+            return Some((n, 64));
         }
-        let Ok(map) = symbolizer.find_map(machine, tid, CpuMode::User, ip) else { return (buf, 0) };
         let data = self.files.entry(map.dso).or_insert_with(|| {
             let (file, is_32_bit) = symbolizer.open_data(&machine.dsos, map.dso)?;
             Some(DataFile { file, is_32_bit })
         });
-        let Some(data) = data else { return (buf, 0) };
-        let n = read_at(&data.file, map.map_ip(ip), &mut buf);
-        let len = insn_len(&buf[..n], if data.is_32_bit { 32 } else { 64 });
-        (buf, len)
+        let data = data.as_ref()?;
+        Some((read_at(&data.file, map.map_ip(addr), buf), if data.is_32_bit { 32 } else { 64 }))
     }
 
     /// perf's `perf_sample__fprintf_insn` for ordinary samples, for the
@@ -108,6 +116,22 @@ impl InsnReader {
     }
 }
 
+/// perf's x86 `dump_insn`: `insn: ` and each byte of the instruction at the
+/// start of `bytes` as `xx `, or `<bad>`; the instruction's length (0 for
+/// `<bad>`).
+pub(super) fn dump(out: &mut Vec<u8>, bytes: &[u8], bitness: u32) -> usize {
+    let len = insn_len(bytes, bitness);
+    if len == 0 {
+        out.extend_from_slice(b"<bad>");
+        return 0;
+    }
+    out.extend_from_slice(b"insn: ");
+    for &b in &bytes[..len] {
+        out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)], b' ']);
+    }
+    len
+}
+
 /// Reads from `offset` until `buf` is full or the file ends (perf's
 /// `dso__data_read_offset`); how many bytes were read.
 fn read_at(file: &File, offset: u64, buf: &mut [u8]) -> usize {
@@ -125,7 +149,7 @@ fn read_at(file: &File, offset: u64, buf: &mut [u8]) -> usize {
 
 /// The length of the instruction `bytes` start with, in `bitness`-bit
 /// mode; 0 when it is not a whole, valid instruction.
-fn insn_len(bytes: &[u8], bitness: u32) -> usize {
+pub(super) fn insn_len(bytes: &[u8], bitness: u32) -> usize {
     if bytes.is_empty() {
         return 0;
     }
@@ -133,9 +157,48 @@ fn insn_len(bytes: &[u8], bitness: u32) -> usize {
         return len;
     }
     // The kernel's decoder does not check where a LOCK prefix may go.
-    let mut decoder = iced_x86::Decoder::new(bitness, bytes, iced_x86::DecoderOptions::NO_INVALID_CHECK);
-    let insn = decoder.decode();
-    if insn.is_invalid() { 0 } else { insn.len() }
+    let decode = |bytes: &[u8]| {
+        let mut decoder = iced_x86::Decoder::new(bitness, bytes, iced_x86::DecoderOptions::NO_INVALID_CHECK);
+        let insn = decoder.decode();
+        if insn.is_invalid() { 0 } else { insn.len() }
+    };
+    match decode(bytes) {
+        0 => undefined_len(bytes, bitness, decode),
+        len => len,
+    }
+}
+
+/// The length the kernel's table-driven decoder gives bytes that are no
+/// valid instruction but whose length its tables know: one-byte opcodes
+/// invalid in 64-bit mode (`1f`, `pop %ds`; also `d4` and `82`, whose
+/// operands it does not read there), the x87 escapes' undefined forms
+/// (decoded as `d8`, which defines every ModRM form), and the reserved `reg`
+/// fields of the `fe`, `ff`, `c6` and `c7` groups (decoded as `/0`, whose
+/// operands are the same). 0 for anything else. Checked against perf-ref on
+/// random bytes (tests/hostile.rs).
+fn undefined_len(bytes: &[u8], bitness: u32, decode: impl Fn(&[u8]) -> usize) -> usize {
+    let legacy = |b: u8| matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3);
+    let mut i = bytes.iter().take_while(|&&b| legacy(b)).count();
+    if bitness == 64 && bytes.get(i).is_some_and(|b| b & 0xf0 == 0x40) {
+        i += 1;
+    }
+    let Some(&op) = bytes.get(i) else { return 0 };
+    let with = |k: usize, b: u8| {
+        let mut v = bytes.to_vec();
+        v[k] = b;
+        decode(&v)
+    };
+    match op {
+        0x06 | 0x07 | 0x0e | 0x16 | 0x17 | 0x1e | 0x1f | 0x27 | 0x2f | 0x37 | 0x3f | 0x60 | 0x61 | 0xce | 0xd6 if bitness == 64 => i + 1,
+        0xd4 if bitness == 64 && bytes.len() > i + 1 => i + 1,
+        0x82 if bitness == 64 => i + 1,
+        0xd8..=0xdf => with(i, 0xd8),
+        0xfe | 0xff | 0xc6 | 0xc7 => match bytes.get(i + 1) {
+            Some(&modrm) if modrm & 0x38 != 0 => with(i + 1, modrm & !0x38),
+            _ => 0,
+        },
+        _ => 0,
+    }
 }
 
 /// The kernel's decoder takes legacy prefixes, then one REX prefix, then

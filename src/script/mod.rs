@@ -10,6 +10,7 @@
 //! ```
 
 mod branch;
+mod brstackinsn;
 mod callchain;
 mod data_src;
 mod dump;
@@ -58,6 +59,8 @@ pub struct ScriptOptions {
     /// `-G` turns callchains off.
     pub hide_call_graph: bool,
     pub max_stack: usize,
+    /// `--max-blocks`: the most blocks `brstackinsn` prints (0: all).
+    pub max_blocks: u32,
     /// `--show-task-events`: print COMM, FORK and EXIT records.
     pub show_task_events: bool,
     /// `--show-mmap-events`: print MMAP and MMAP2 records.
@@ -124,6 +127,7 @@ impl Default for ScriptOptions {
             nanosecs: false,
             hide_call_graph: false,
             max_stack: DEFAULT_MAX_STACK,
+            max_blocks: 0,
             show_task_events: false,
             show_mmap_events: false,
             show_lost_events: false,
@@ -448,7 +452,7 @@ impl Script {
     fn branch_fields_checked(&mut self) {
         let any = |bits: fields::Field| self.opts.fields.types.iter().any(|t| t.fields & bits != 0);
         self.track_loads = any(f::BRSTACKOFF);
-        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF);
+        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF | f::BRSTACKINSN | f::BRSTACKINSNLEN);
     }
 
     /// Prints pipe-mode features as they arrive (see [`header::FeatureStream`]).
@@ -608,6 +612,11 @@ impl Script {
         }
         if fields & (f::INSN | f::INSNLEN) != 0 {
             self.insn.print(&mut self.buf, &mut self.symbolizer, machine, s.tid, s.ip, fields);
+        }
+        if fields & (f::BRSTACKINSN | f::BRSTACKINSNLEN) != 0
+            && let Some(stack) = &s.branch_stack
+        {
+            self.print_brstackinsn(machine, fields, s, attr.branch_sample_type, stack);
         }
         if fields & f::PHYS_ADDR != 0 {
             format::hex(&mut self.buf, s.phys_addr, 16);
