@@ -22,6 +22,7 @@ mod insn;
 mod prefetch;
 mod regs;
 mod run;
+mod srccode;
 
 pub use fields::{FieldError, OutputFields};
 pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
@@ -621,7 +622,20 @@ impl Script {
             self.buf.extend_from_slice(page_size_name(s.code_page_size).as_bytes());
         }
         self.buf.push(b'\n');
+        if fields & f::SRCCODE != 0 {
+            self.print_srccode(machine, s.tid, CpuMode::from_misc(misc), s.ip);
+        }
         self.maybe_flush()
+    }
+
+    /// Leaves the sample's srccode line (after the sample and its
+    /// callchain) for the printing side, with the thread whose last line
+    /// it checks (see [`srccode`]); nothing for an ip in no map.
+    fn print_srccode(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64) {
+        let Some(map) = self.find_map(machine, tid, mode, ip) else { return };
+        let thread = machine.thread(tid).map_or(0, |t| t.serial());
+        self.out.other(self.buf.len(), callchain::Other::Srccode(thread));
+        self.frame(machine, callchain::FrameJob { ip, map: Some(map), opts: IpOpts::default(), style: callchain::LineStyle::Srccode, cookie: false });
     }
 
     /// perf's `process_deferred_sample_event` (--no-merge-callchains): the
