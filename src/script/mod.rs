@@ -622,7 +622,7 @@ impl Script {
             self.buf.extend_from_slice(page_size_name(s.code_page_size).as_bytes());
         }
         self.buf.push(b'\n');
-        if fields & f::SRCCODE != 0 {
+        if fields & f::SRCCODE != 0 && self.opts.per_event == PerEvent::All {
             self.print_srccode(machine, s.tid, CpuMode::from_misc(misc), s.ip);
         }
         self.maybe_flush()
@@ -926,11 +926,15 @@ impl Tool for Script {
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
         self.is_x86(cx.features);
-        match self.opts.per_event {
-            PerEvent::All => {}
-            PerEvent::Samples(i) if i == ev.evsel => {}
+        // perf prints srccode lines to standard output, not to the event's
+        // dump file: with --per-event-dump they come in the pass of the
+        // other records.
+        let srccode_only = match self.opts.per_event {
+            PerEvent::All => false,
+            PerEvent::Samples(i) if i == ev.evsel => false,
+            PerEvent::Others { .. } if !self.opts.debug_mode => true,
             _ => return Ok(()),
-        }
+        };
         if self.opts.debug_mode {
             // perf's `-d`: check the order, print nothing.
             let t = ev.sample.time;
@@ -946,6 +950,14 @@ impl Tool for Script {
         }
         if self.evswitch.discard(ev.evsel) {
             return Ok(());
+        }
+        if srccode_only {
+            let fields = self.opts.fields.types[output_type(&cx.evlist.evsels[ev.evsel].attr)].fields;
+            if fields & f::SRCCODE != 0 {
+                let s = ev.sample;
+                self.print_srccode(cx.machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
+            }
+            return self.maybe_flush();
         }
         self.print_sample(cx.machine, cx.evlist, ev)
     }
