@@ -40,7 +40,7 @@
 //! skipped where perf would wait for a writer forever.
 
 use std::fs::File;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 
 use crate::engine::mapping::Mapping;
 use crate::fasthash::FastMap;
@@ -75,8 +75,7 @@ impl SourceFile {
         let meta = file.metadata().ok()?;
         // perf maps st_size bytes: nothing to map (an empty file, a device,
         // /proc) or nothing mappable (a directory, a FIFO, a socket) fails.
-        let ty = meta.file_type();
-        if !ty.is_file() || ty.is_fifo() || meta.len() == 0 {
+        if !meta.is_file() || meta.len() == 0 {
             return None;
         }
         let text = Mapping::map(&file).ok()?;
@@ -204,37 +203,46 @@ mod tests {
         files.line(path, n).map(<[u8]>::to_vec)
     }
 
+    /// The lines of a file holding `text`: (line number, what is printed).
+    fn lines_of(name: &str, text: &[u8], want: &[(u32, Option<&[u8]>)]) {
+        let d = Dir::new(name);
+        let mut files = SourceFiles::default();
+        let p = d.file(name, text);
+        for (n, w) in want {
+            assert_eq!(line(&mut files, &p, *n).as_deref(), *w, "{name}: line {n}");
+        }
+    }
+
     #[test]
     fn lines_as_perf_finds_them() {
-        let d = Dir::new("lines");
-        let mut files = SourceFiles::default();
-        let p = d.file("a.c", b"one\n\ntwo\r\nthree");
-        assert_eq!(line(&mut files, &p, 1).as_deref(), Some(&b"one"[..]));
-        // An empty line is a line.
-        assert_eq!(line(&mut files, &p, 2).as_deref(), Some(&b""[..]));
-        // A CR before the newline is part of the text.
-        assert_eq!(line(&mut files, &p, 3).as_deref(), Some(&b"two\r"[..]));
-        // The last line without a newline runs to the end.
-        assert_eq!(line(&mut files, &p, 4).as_deref(), Some(&b"three"[..]));
-        // Line 0 and lines past the end are not there.
-        assert_eq!(line(&mut files, &p, 0), None);
-        assert_eq!(line(&mut files, &p, 5), None);
-        assert_eq!(line(&mut files, &p, u32::MAX), None);
+        lines_of(
+            "lines",
+            b"one\n\ntwo\r\nthree",
+            &[
+                (1, Some(&b"one"[..])),
+                // An empty line is a line.
+                (2, Some(&b""[..])),
+                // A CR before the newline is part of the text.
+                (3, Some(&b"two\r"[..])),
+                // The last line without a newline runs to the end.
+                (4, Some(&b"three"[..])),
+                // Line 0 and lines past the end are not there.
+                (0, None),
+                (5, None),
+                (u32::MAX, None),
+            ],
+        );
         // A final newline makes no extra line.
-        let q = d.file("b.c", b"x\ny\n");
-        assert_eq!(line(&mut files, &q, 2).as_deref(), Some(&b"y"[..]));
-        assert_eq!(line(&mut files, &q, 3), None);
+        lines_of("final-newline", b"x\ny\n", &[(2, Some(&b"y"[..])), (3, None)]);
     }
 
     #[test]
     fn text_stops_at_a_nul_and_binary_bytes_pass() {
-        let d = Dir::new("binary");
-        let mut files = SourceFiles::default();
-        let p = d.file("bin", b"\x7fELF\x02\x01\0\0rest\n\xff\xfe\x80\nlast\0after");
-        assert_eq!(line(&mut files, &p, 1).as_deref(), Some(&b"\x7fELF\x02\x01"[..]));
-        assert_eq!(line(&mut files, &p, 2).as_deref(), Some(&b"\xff\xfe\x80"[..]));
-        assert_eq!(line(&mut files, &p, 3).as_deref(), Some(&b"last"[..]));
-        assert_eq!(line(&mut files, &p, 4), None);
+        lines_of(
+            "binary",
+            b"\x7fELF\x02\x01\0\0rest\n\xff\xfe\x80\nlast\0after",
+            &[(1, Some(&b"\x7fELF\x02\x01"[..])), (2, Some(&b"\xff\xfe\x80"[..])), (3, Some(&b"last"[..])), (4, None)],
+        );
     }
 
     #[test]
