@@ -23,8 +23,13 @@
 //! the new texts in the order they come. An address with inline frames
 //! prints several lines, each starting with the same address.
 //!
+//! A sample's `srccode` line (see [`super::srccode`]) goes the same way,
+//! as a job after the sample's text with the thread it belongs to (an
+//! [`Other::Srccode`] job before it): the formatter owns the addr2line
+//! sessions it needs and the threads' last lines.
+//!
 //! Some text must not be cached: the `(cookie)` frame of a deferred
-//! sample, `srcline` (binutils' answers depend on which compilation units
+//! sample, a srccode line, `srcline` (binutils' answers depend on which compilation units
 //! it has read so far), a symbol offset that perf computes from the map's
 //! start (an address past its symbol's end), and the first lookup after a
 //! symbol table failed to load half-way (perf reports the failure to that

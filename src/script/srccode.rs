@@ -37,7 +37,10 @@
 //! least recently used going first; so does [`SourceFiles`], with an index
 //! of every 64th line's start instead of perf's pointer to every line.
 //! A file is opened without blocking, so a FIFO at a source path is
-//! skipped where perf would wait for a writer forever.
+//! skipped where perf would wait for a writer forever. A file over
+//! [`MAX_FILE`] is not read: a path in hostile debug information can name
+//! anything (`/proc/kcore` claims 128 TiB), and perf, which counts the
+//! lines of a whole file first, would take forever on it.
 
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
@@ -49,6 +52,8 @@ use crate::fasthash::FastMap;
 const MAX_FILES: usize = 64;
 /// perf's `MAXSRCCACHE`.
 const MAX_MAPPED: usize = 32 << 20;
+/// The largest file read (see the module doc): no source file comes near.
+const MAX_FILE: u64 = 1 << 30;
 /// One index entry per this many lines.
 const STRIDE: usize = 64;
 
@@ -75,7 +80,7 @@ impl SourceFile {
         let meta = file.metadata().ok()?;
         // perf maps st_size bytes: nothing to map (an empty file, a device,
         // /proc) or nothing mappable (a directory, a FIFO, a socket) fails.
-        if !meta.is_file() || meta.len() == 0 {
+        if !meta.is_file() || meta.len() == 0 || meta.len() > MAX_FILE {
             return None;
         }
         let text = Mapping::map(&file).ok()?;
@@ -261,6 +266,10 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
         assert!(made, "mkfifo");
         assert_eq!(line(&mut files, fifo.to_str().expect("utf-8"), 1), None);
+        // A file larger than any source file (sparse here) is not read.
+        let huge = d.0.join("huge.c");
+        std::fs::File::create(&huge).and_then(|f| f.set_len(MAX_FILE + 1)).expect("sparse file");
+        assert_eq!(line(&mut files, huge.to_str().expect("utf-8"), 1), None);
         assert_eq!(files.held(), 0);
     }
 
