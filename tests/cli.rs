@@ -7,6 +7,8 @@ use pstitch::perf_data::bytes::Endian;
 use pstitch::perf_data::record::kind;
 use pstitch::perf_data::writer::{AttrEntry, FileWriter, Put, cpu_clock_attr};
 
+mod golden_common;
+
 fn pstitch() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pstitch"))
 }
@@ -294,6 +296,39 @@ fn per_event_dump_writes_a_file_per_event() {
     assert!(out.stdout.is_empty());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "Couldn't create the per event dump files\n");
     assert_eq!(std::fs::metadata(dir.join("perf.data.cpu-clock.dump")).unwrap().len(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--per-event-dump` with the `srccode` field: perf prints the srccode
+/// lines to standard output, not to the event's file (checked by hand with
+/// perf-ref on a copy of c-threads/perf.data, also with
+/// `--show-mmap-events`): the file holds c-threads/srccode.out (perf-ref's)
+/// without them, standard output holds them, then the line about the file.
+#[test]
+fn per_event_dump_prints_srccode_lines_to_stdout() {
+    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/c-threads");
+    golden_common::install_sources(&case).unwrap();
+    let dir = std::env::temp_dir().join(format!("pstitch-per-event-srccode-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
+    let out = pstitch()
+        .current_dir(&dir)
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .args(["script", "-i", "perf.data", "--per-event-dump", "-F", "comm,tid,ip,sym,srccode"])
+        .arg(format!("--symfs={}", case.join("symfs").display()))
+        .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let golden = std::fs::read(case.join("srccode.out")).unwrap();
+    let (code, rest): (Vec<&[u8]>, Vec<&[u8]>) = golden.split_inclusive(|&b| b == b'\n').partition(|l| l.starts_with(b"|"));
+    assert!(code.len() > 10, "the golden output has srccode lines");
+    assert!(std::fs::read(dir.join("perf.data.cpu-clock.dump")).unwrap() == rest.concat(), "the dump file differs from perf's");
+    let stdout = out.stdout.split_inclusive(|&b| b == b'\n').collect::<Vec<_>>();
+    let (trailer, lines) = stdout.split_last().unwrap();
+    assert!(lines.concat() == code.concat(), "standard output is not perf's srccode lines");
+    let trailer = String::from_utf8_lossy(trailer);
+    assert!(trailer.starts_with("[ perf script: Wrote ") && trailer.ends_with(" MB perf.data.cpu-clock.dump (444 samples) ]\n"), "{trailer}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

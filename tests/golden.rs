@@ -40,6 +40,13 @@
 //! (make-golden.sh does the same in perf-ref's chroot) and removed again if
 //! they were not there before.
 //!
+//! A case's `sources` file names workload sources (tests/workloads) its
+//! `srccode` variants read: perf opens them at the path the DWARF names,
+//! /tmp/pstitch-fixtures/src/NAME, where build.sh compiled them. They are
+//! put there before the case's variants run, if they still are the bytes
+//! the binaries were compiled from (tests/workloads/compiled.txt), and
+//! left there (see `golden_common::install_sources`).
+//!
 //! Usage: `cargo test --test golden [-- FILTER]` (FILTER: substring of
 //! `case/variant`). On a mismatch the first differing lines are shown.
 
@@ -155,6 +162,7 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
 /// (`PSTITCH_THREADS=1`): both must print the expected bytes.
 fn run(case: &Path, variant: &str) -> Result<usize, String> {
     let _tmp = golden_common::TmpFiles::install(case)?;
+    golden_common::install_sources(case)?;
     let n = run_with(case, variant, Some("2"))?;
     run_with(case, variant, Some("1")).map_err(|why| format!("single-threaded (PSTITCH_THREADS=1): {why}"))?;
     Ok(n)

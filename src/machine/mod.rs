@@ -45,6 +45,8 @@ pub struct Thread {
     maps: MapGroup,
     /// The number of the map group `maps` is (see [`Thread::map_group`]).
     group: u64,
+    /// See [`Thread::serial`].
+    serial: u64,
 }
 
 /// A process's maps, shared by its threads. The maps themselves are
@@ -82,6 +84,15 @@ impl Thread {
     /// address space (the unwinder's modules) is kept by this number.
     pub fn map_group(&self) -> u64 {
         self.group
+    }
+
+    /// Which thread this is (perf's `struct thread`): a thread that
+    /// exits, or is replaced by a FORK of its tid, and the one made for
+    /// the tid afterwards have different numbers; no two threads of a run
+    /// have the same. State perf keeps per thread (the `srccode` field's
+    /// last line) is kept by this number.
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 }
 
@@ -172,6 +183,8 @@ pub struct Machine {
     epoch: u64,
     /// Map groups made so far (the next one's number).
     groups: u64,
+    /// Threads made so far (the last [`Thread::serial`]).
+    serials: u64,
     /// Cgroup paths by id, from CGROUP records (perf's `env->cgroups`):
     /// the first path given for an id stays, as in perf's `cgroup__findnew`.
     cgroups: crate::fasthash::FastMap<u64, Box<[u8]>>,
@@ -200,6 +213,7 @@ impl Machine {
             fork_map_budget: MAX_FORK_MAP_COPIES,
             epoch: 0,
             groups: 0,
+            serials: 0,
             cgroups: Default::default(),
             bpf_code: Default::default(),
         };
@@ -240,7 +254,9 @@ impl Machine {
             let leader = self.findnew_thread(pid, pid);
             (leader.maps.clone(), leader.group)
         };
-        self.threads.entry(tid).or_insert(Thread { pid, tid, comm: None, maps, group })
+        self.serials += 1;
+        let serial = self.serials;
+        self.threads.entry(tid).or_insert(Thread { pid, tid, comm: None, maps, group, serial })
     }
 
     /// A CGROUP record: cgroup `id` is at `path` (bytes, as recorded).

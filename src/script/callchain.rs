@@ -23,8 +23,13 @@
 //! the new texts in the order they come. An address with inline frames
 //! prints several lines, each starting with the same address.
 //!
+//! A sample's `srccode` line (see [`super::srccode`]) goes the same way,
+//! as a job after the sample's text with the thread it belongs to (an
+//! [`Other::Srccode`] job before it): the formatter owns the addr2line
+//! sessions it needs and the threads' last lines.
+//!
 //! Some text must not be cached: the `(cookie)` frame of a deferred
-//! sample, `srcline` (binutils' answers depend on which compilation units
+//! sample, a srccode line, `srcline` (binutils' answers depend on which compilation units
 //! it has read so far), a symbol offset that perf computes from the map's
 //! start (an address past its symbol's end), and the first lookup after a
 //! symbol table failed to load half-way (perf reports the failure to that
@@ -32,6 +37,7 @@
 
 
 use super::fields::IpOpts;
+use super::srccode::Srccode;
 use super::{Script, format};
 use crate::engine::kept::{FrameText, KeptIndex, LINE, LineKey, NO_OBJECT};
 use crate::engine::Threads;
@@ -60,6 +66,9 @@ pub struct FrameJob {
 pub enum LineStyle {
     Callchain,
     SampleIp,
+    /// The sample's `srccode` line (see [`super::srccode`]): the thread is
+    /// the one the [`Other::Srccode`] job before it named.
+    Srccode,
 }
 
 impl Script {
@@ -315,6 +324,11 @@ impl ChainMaps {
 const CODE_COOKIE: u8 = 1 << 6;
 /// [`IpOpts::bits`]' srcline bit.
 const CODE_SRCLINE: u8 = 1 << 5;
+/// A srccode line: no fields, the sample line's style and the cookie flag,
+/// a pair no other line has (cookies are callchain entries). The copier
+/// prints it as a sample line's text with the address not shown; it is
+/// never kept (the cookie flag).
+const CODE_SRCCODE: u8 = CODE_SAMPLE_IP | CODE_COOKIE;
 const _: () = assert!(IpOpts { ip: true, sym: false, dso: false, symoff: false, dsoff: false, srcline: false }.bits() == CODE_SHOWS_IP);
 
 impl FrameJob {
@@ -325,6 +339,9 @@ impl FrameJob {
     }
 
     pub fn from_code(code: u8, ip: u64, map: Option<Map>) -> FrameJob {
+        if code == CODE_SRCCODE {
+            return FrameJob { ip, map, opts: IpOpts::default(), style: LineStyle::Srccode, cookie: false };
+        }
         let style = if code & CODE_SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
         FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style, cookie: code & CODE_COOKIE != 0 }
     }
@@ -333,6 +350,9 @@ impl FrameJob {
 /// [`FrameJob::code`] from its parts.
 #[inline]
 fn line_code(opts: IpOpts, style: LineStyle, cookie: bool) -> u8 {
+    if style == LineStyle::Srccode {
+        return CODE_SRCCODE;
+    }
     opts.bits() | if style == LineStyle::SampleIp { CODE_SAMPLE_IP } else { 0 } | if cookie { CODE_COOKIE } else { 0 }
 }
 
@@ -353,6 +373,9 @@ pub enum Other {
     /// A DSO's symbols, loaded by the reading side when a line first needed
     /// them (the reading side has time to spare, the printer has not).
     Loaded(DsoId, Box<ShippedDso>),
+    /// The thread ([`crate::machine::Thread::serial`]) of the srccode line
+    /// that comes next.
+    Srccode(u64),
 }
 
 /// The formatting side: symbols, DSO names, inline frames. It formats the
@@ -366,11 +389,15 @@ pub struct FrameFormatter {
     dsos: Dsos,
     kept: KeptIndex,
     text: Vec<u8>,
+    /// Source files and each thread's last srccode line.
+    srccode: Srccode,
+    /// The thread of the next srccode line ([`Other::Srccode`]).
+    srccode_thread: u64,
 }
 
 impl FrameFormatter {
     pub fn new(symbolizer: Symbolizer) -> FrameFormatter {
-        FrameFormatter { symbolizer, dsos: Dsos::default(), kept: KeptIndex::default(), text: Vec::new() }
+        FrameFormatter { symbolizer, dsos: Dsos::default(), kept: KeptIndex::default(), text: Vec::new(), srccode: Srccode::default(), srccode_thread: 0 }
     }
 
     #[inline(never)]
@@ -395,6 +422,10 @@ impl FrameFormatter {
     /// Formats the lines of `ip` into `out`, each starting with [`LINE`];
     /// false if the text may differ next time (see the module doc).
     fn format(&mut self, out: &mut Vec<u8>, map: Option<&Map>, ip: u64, opts: IpOpts, style: LineStyle, cookie: bool) -> bool {
+        if style == LineStyle::Srccode {
+            self.srccode(out, map, ip);
+            return false;
+        }
         let sym = map.and_then(|m| self.symbolizer.find_symbol(&self.dsos, m, ip));
         let mut stable = !self.symbolizer.last_lookup_transient();
         if style == LineStyle::SampleIp {
@@ -477,6 +508,19 @@ impl FrameFormatter {
         out.push(b')');
     }
 
+    /// perf's `map__fprintf_srccode` for the sample at `ip` and the
+    /// newline after it, as one line (nothing if it prints nothing).
+    fn srccode(&mut self, out: &mut Vec<u8>, map: Option<&Map>, ip: u64) {
+        let Some(m) = map else { return };
+        let Some((file, line)) = self.symbolizer.srcline_split(&self.dsos, m, ip) else { return };
+        out.push(LINE);
+        let at = out.len();
+        self.srccode.print(out, self.srccode_thread, &file, line);
+        if out.len() == at {
+            out.pop();
+        }
+    }
+
     /// perf's `map__fprintf_srcline` with the `"\n  "` prefix.
     fn srcline(&mut self, out: &mut Vec<u8>, map: Option<&Map>, ip: u64, sym: Option<&Symbol>) {
         if let Some(m) = map
@@ -512,6 +556,7 @@ impl Format for FrameFormatter {
         match other {
             Other::Dso(u) => self.dsos.apply(*u),
             Other::Loaded(dso, shipped) => self.symbolizer.install(dso, *shipped),
+            Other::Srccode(thread) => self.srccode_thread = thread,
         }
     }
 

@@ -91,6 +91,7 @@ pub const SUPPORTED: Field = f::COMM
     | f::ADDR
     | f::SYMOFFSET
     | f::SRCLINE
+    | f::SRCCODE
     | f::PERIOD
     | f::WEIGHT
     | f::INS_LAT

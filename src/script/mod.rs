@@ -23,6 +23,7 @@ mod insn;
 mod prefetch;
 mod regs;
 mod run;
+mod srccode;
 
 pub use fields::{FieldError, OutputFields};
 pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
@@ -630,7 +631,20 @@ impl Script {
             self.buf.extend_from_slice(page_size_name(s.code_page_size).as_bytes());
         }
         self.buf.push(b'\n');
+        if fields & f::SRCCODE != 0 && self.opts.per_event == PerEvent::All {
+            self.print_srccode(machine, s.tid, CpuMode::from_misc(misc), s.ip);
+        }
         self.maybe_flush()
+    }
+
+    /// Leaves the sample's srccode line (after the sample and its
+    /// callchain) for the printing side, with the thread whose last line
+    /// it checks (see [`srccode`]); nothing for an ip in no map.
+    fn print_srccode(&mut self, machine: &mut Machine, tid: i32, mode: CpuMode, ip: u64) {
+        let Some(map) = self.find_map(machine, tid, mode, ip) else { return };
+        let thread = machine.thread(tid).map_or(0, |t| t.serial());
+        self.out.other(self.buf.len(), callchain::Other::Srccode(thread));
+        self.frame(machine, callchain::FrameJob { ip, map: Some(map), opts: IpOpts::default(), style: callchain::LineStyle::Srccode, cookie: false });
     }
 
     /// perf's `process_deferred_sample_event` (--no-merge-callchains): the
@@ -921,11 +935,15 @@ impl Tool for Script {
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
         self.is_x86(cx.features);
-        match self.opts.per_event {
-            PerEvent::All => {}
-            PerEvent::Samples(i) if i == ev.evsel => {}
+        // perf prints srccode lines to standard output, not to the event's
+        // dump file: with --per-event-dump they come in the pass of the
+        // other records.
+        let srccode_only = match self.opts.per_event {
+            PerEvent::All => false,
+            PerEvent::Samples(i) if i == ev.evsel => false,
+            PerEvent::Others { .. } if !self.opts.debug_mode => true,
             _ => return Ok(()),
-        }
+        };
         if self.opts.debug_mode {
             // perf's `-d`: check the order, print nothing.
             let t = ev.sample.time;
@@ -941,6 +959,14 @@ impl Tool for Script {
         }
         if self.evswitch.discard(ev.evsel) {
             return Ok(());
+        }
+        if srccode_only {
+            let fields = self.opts.fields.types[output_type(&cx.evlist.evsels[ev.evsel].attr)].fields;
+            if fields & f::SRCCODE != 0 {
+                let s = ev.sample;
+                self.print_srccode(cx.machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
+            }
+            return self.maybe_flush();
         }
         self.print_sample(cx.machine, cx.evlist, ev)
     }

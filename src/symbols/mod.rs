@@ -240,6 +240,19 @@ impl DsoState {
     }
 }
 
+impl DsoState {
+    /// A source line lookup failed: perf gives up on the DSO's source
+    /// lines after [`A2L_FAIL_LIMIT`] in a row.
+    fn a2l_failed(&mut self) {
+        self.a2l_fails += 1;
+        if self.a2l_fails > A2L_FAIL_LIMIT {
+            self.has_srcline = false;
+            self.a2l = None;
+            self.srclines.clear();
+        }
+    }
+}
+
 /// perf gives up on a DSO's source lines after this many failures in a row
 /// (`A2L_FAIL_LIMIT`).
 const A2L_FAIL_LIMIT: u32 = 123;
@@ -781,15 +794,36 @@ impl Symbolizer {
                 st.a2l_fails = 0;
                 return Some(line);
             }
-            st.a2l_fails += 1;
-            if st.a2l_fails > A2L_FAIL_LIMIT {
-                st.has_srcline = false;
-                st.a2l = None;
-                st.srclines.clear();
-            }
+            st.a2l_failed();
         }
         let short = st.short_name.clone();
         Some(st.fallbacks.entry(objdump).or_insert_with(|| format!("{short}[{objdump:x}]").into()).clone())
+    }
+
+    /// perf's `get_srcline_split` (the `srccode` field): the file and line
+    /// addr2line gives first for `addr` (the innermost inline level, as for
+    /// `srcline`), the file's path in full. Not cached, as in perf; a
+    /// failure counts towards the DSO's `A2L_FAIL_LIMIT` like a failed
+    /// `srcline`.
+    pub fn srcline_split(&mut self, dsos: &Dsos, map: &Map, addr: u64) -> Option<(String, u32)> {
+        let symfs = self.symfs();
+        let search = Search { symfs: symfs.as_deref(), flat: self.config.symfs_flat, buildid_dir: None, demangle: false };
+        let st = self.state_for(dsos, map.dso, Some(map));
+        if !st.has_srcline {
+            return None;
+        }
+        let objdump = rip_2objdump(st, map.map_ip(addr));
+        match a2l_first(st, &search, objdump) {
+            Some(rec) => {
+                let (_, file, line) = perf_record(&rec);
+                st.a2l_fails = 0;
+                Some((file, line))
+            }
+            None => {
+                st.a2l_failed();
+                None
+            }
+        }
     }
 }
 

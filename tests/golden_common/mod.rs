@@ -153,3 +153,45 @@ impl Drop for TmpFiles {
         }
     }
 }
+
+/// Where build.sh compiled the workloads: the path their DWARF names, at
+/// which perf opens a source file for the `srccode` field (as is, no
+/// symfs).
+pub const WORKLOAD_SRC: &str = "/tmp/pstitch-fixtures/src";
+
+/// Puts the workload sources a case's `sources` file names (one name of
+/// tests/workloads a line) at [`WORKLOAD_SRC`]`/NAME`, as make-golden.sh
+/// puts them in perf-ref's chroot, so that the srccode variants read the
+/// lines perf read. Each must still be the bytes its binary was compiled
+/// from (tests/workloads/compiled.txt: size and CRC-32), else the lines
+/// would differ: that is an error. A file already there with those bytes
+/// is left alone; others are replaced (the directory is build.sh's copy of
+/// the sources: it writes the same bytes there). Nothing is removed
+/// afterwards: runs of the harness at the same time use the same files.
+pub fn install_sources(case: &Path) -> Result<(), String> {
+    let Ok(list) = std::fs::read_to_string(case.join("sources")) else { return Ok(()) };
+    let workloads = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads");
+    let compiled = std::fs::read_to_string(workloads.join("compiled.txt")).map_err(|e| format!("tests/workloads/compiled.txt: {e}"))?;
+    for name in list.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let bytes = std::fs::read(workloads.join(name)).map_err(|e| format!("tests/workloads/{name}: {e}"))?;
+        let mut crc = flate2::Crc::new();
+        crc.update(&bytes);
+        let have = format!("{name} {} {:08x}", bytes.len(), crc.sum());
+        if !compiled.lines().any(|l| l.trim() == have) {
+            return Err(format!(
+                "tests/workloads/{name} is not the source its binary was compiled from ({have}; see tests/workloads/compiled.txt): \
+                 the srccode variants of {} would print other lines",
+                case.display()
+            ));
+        }
+        let at = Path::new(WORKLOAD_SRC).join(name);
+        if std::fs::read(&at).is_ok_and(|there| there == bytes) {
+            continue;
+        }
+        std::fs::create_dir_all(WORKLOAD_SRC).map_err(|e| format!("{WORKLOAD_SRC}: {e}"))?;
+        // Written whole under another name first: a reader never sees half of it.
+        let part = Path::new(WORKLOAD_SRC).join(format!(".{name}.{}", std::process::id()));
+        std::fs::write(&part, &bytes).and_then(|()| std::fs::rename(&part, &at)).map_err(|e| format!("{}: {e}", at.display()))?;
+    }
+    Ok(())
+}
