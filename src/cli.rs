@@ -279,7 +279,7 @@ pub fn config(args: &ScriptArgs) -> ScriptConfig {
         latency: args.latency,
         unwind_styles: args.unwind_styles.map_or_else(Default::default, |(libdw, libunwind)| pstitch::UnwindStyles { libdw, libunwind }),
         debug_mode: args.debug_mode,
-        dsos: args.dsos.as_deref().map(script::parse_list),
+        dsos: args.dsos.as_deref().map(|l| script::parse_list(l).into_iter().map(String::into_bytes).collect()),
         symbols: args.symbols.as_deref().map(script::parse_list),
         addr_range: args.addr_range,
     };
