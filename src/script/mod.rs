@@ -152,6 +152,11 @@ pub fn parse_list(s: &str) -> Vec<String> {
     s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
 }
 
+/// [`parse_list`] of bytes (`--dsos`: DSO names need not be UTF-8).
+pub fn parse_byte_list(s: &[u8]) -> Vec<Vec<u8>> {
+    s.split(|&b| b == b',').map(<[u8]>::trim_ascii).filter(|x| !x.is_empty()).map(<[u8]>::to_vec).collect()
+}
+
 /// `--symfs DIR[,LAYOUT]` as perf's `symbol__config_symfs` reads it: the
 /// directory up to the last comma, and whether files are looked up by
 /// their base name (`flat`) rather than their whole path (`hierarchy`, the
