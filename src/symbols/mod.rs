@@ -930,10 +930,10 @@ mod tests {
 
     #[test]
     fn perf_map_names() {
-        assert!(is_perf_pid_map_name("/tmp/perf-123.map"));
-        assert!(!is_perf_pid_map_name("/tmp/perf-.map"));
+        assert!(is_perf_pid_map_name(b"/tmp/perf-123.map"));
+        assert!(!is_perf_pid_map_name(b"/tmp/perf-.map"));
         // sscanf("/tmp/perf-%d.map") checks nothing after the number.
-        assert!(is_perf_pid_map_name("/tmp/perf-12x.map"));
-        assert!(!is_perf_pid_map_name("/usr/lib/libc.so.6"));
+        assert!(is_perf_pid_map_name(b"/tmp/perf-12x.map"));
+        assert!(!is_perf_pid_map_name(b"/usr/lib/libc.so.6"));
     }
 }
