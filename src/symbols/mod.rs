@@ -143,6 +143,10 @@ pub struct InlineEntry {
     pub srcline: Rc<str>,
 }
 
+/// A source line as perf prints it: `file:line`, or the `dso[addr]`
+/// fallback, whose DSO name is bytes (it need not be UTF-8).
+pub type Srcline = Rc<[u8]>;
+
 /// What perf knows about one DSO once it tried to load it.
 struct DsoState {
     loaded: Loaded,
@@ -163,9 +167,9 @@ struct DsoState {
     /// Source lines by objdump address, with the addr2line generation they
     /// were computed at (a repeated query in the same state changes
     /// nothing and answers the same).
-    srclines: FastMap<u64, (u64, Option<Rc<[u8]>>)>,
+    srclines: FastMap<u64, (u64, Option<Srcline>)>,
     /// `dso[addr]` fallbacks by objdump address.
-    fallbacks: FastMap<u64, Rc<[u8]>>,
+    fallbacks: FastMap<u64, Srcline>,
 }
 
 /// A DSO's symbols as one symbolizer loaded them, for another (they can
@@ -752,7 +756,7 @@ impl Symbolizer {
     /// The source line perf prints for `addr` (`map__fprintf_srcline`:
     /// `__get_srcline` with its fallback `dso[addr]`), or `None` when perf
     /// prints nothing.
-    pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<[u8]>> {
+    pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Srcline> {
         let full = self.config.full_source_path;
         let symfs = self.symfs();
         let flat = self.config.symfs_flat;
