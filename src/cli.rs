@@ -120,8 +120,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Script(w) => {
-            let words: Vec<String> = w.words.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-            ExitCode::from(run_script(&words, cli.no_pager))
+            ExitCode::from(run_script(&w.words, cli.no_pager))
         }
         Command::Inject(args) => ExitCode::from(run_inject(&args)),
         Command::Completions { shell } => {
@@ -280,7 +279,7 @@ pub fn config(args: &ScriptArgs) -> ScriptConfig {
         latency: args.latency,
         unwind_styles: args.unwind_styles.map_or_else(Default::default, |(libdw, libunwind)| pstitch::UnwindStyles { libdw, libunwind }),
         debug_mode: args.debug_mode,
-        dsos: args.dsos.as_deref().map(script::parse_list),
+        dsos: args.dsos.as_deref().map(script::parse_byte_list),
         symbols: args.symbols.as_deref().map(script::parse_list),
         addr_range: args.addr_range,
     };
@@ -416,14 +415,14 @@ fn effective_uid() -> u32 {
 /// `pstitch script`: parses perf's options, opens the input and prints it
 /// to standard output (through a pager in a terminal); messages go to
 /// standard error. Returns the exit status.
-fn run_script(words: &[String], no_pager: bool) -> u8 {
-    if words.first().map(String::as_str) == Some("--help") {
+fn run_script(words: &[std::ffi::OsString], no_pager: bool) -> u8 {
+    if words.first().is_some_and(|w| w == "--help") {
         // perf shows its man page here; pstitch prints the option list.
         let usage = script_args::parser().full_usage();
         let _ = std::io::stdout().write_all(usage.as_bytes());
         return EXIT_OK;
     }
-    let args = match script_args::parse(words) {
+    let args = match script_args::parse_os(words) {
         Ok(a) => a,
         Err(stop) => return stopped(&stop),
     };

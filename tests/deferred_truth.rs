@@ -81,7 +81,7 @@ fn check_case(case: &Path) -> std::result::Result<Verdict, String> {
         .ok_or("no original named in deviations")?;
     let original = golden().join(original.trim());
     let args = std::fs::read_to_string(case.join("fields.args")).map_err(|e| e.to_string())?;
-    let out = common::script_in_case(case, &args).map_err(|e| e.to_string())?;
+    let out = common::script_in_case(case, args.as_bytes()).map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!("pstitch failed: {}", String::from_utf8_lossy(&out.stderr)));
     }

@@ -52,7 +52,7 @@ fn without_root(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 /// options: `Ok(Some(stacks))` if they fold to the same stacks,
 /// `Ok(None)` if inferno cannot read perf's output either.
 fn compare(case: &Path, variant: &str) -> Result<Option<BTreeMap<String, u64>>, String> {
-    let args = std::fs::read_to_string(case.join(format!("{variant}.args"))).unwrap();
+    let args = std::fs::read(case.join(format!("{variant}.args"))).unwrap();
     let expected = std::fs::read(case.join(format!("{variant}.out"))).unwrap();
     let _tmp = golden_common::TmpFiles::install(case)?;
     let out = common::script_in_case(case, &args).unwrap();
@@ -98,8 +98,8 @@ fn folded_stacks_match_perfs() {
             if pending.contains(&id) {
                 continue;
             }
-            let args = std::fs::read_to_string(case.join(format!("{v}.args"))).unwrap();
-            if args.contains("--header") {
+            let args = std::fs::read(case.join(format!("{v}.args"))).unwrap();
+            if args.windows(8).any(|w| w == b"--header") {
                 continue;
             }
             match compare(case, &v) {

@@ -99,6 +99,9 @@ pub struct Parser<'a> {
 /// rest of a short-option cluster or the value after `=`.
 struct Step<'s> {
     args: &'s [String],
+    /// The words as given (`args` are their text, lossy where a word is
+    /// not UTF-8); empty when they are the same.
+    raw: &'s [Vec<u8>],
     at: usize,
     /// perf's `ctx->opt`.
     opt: Option<&'s str>,
@@ -123,8 +126,16 @@ impl<'a> Parser<'a> {
     /// Parses `args` (the words after the command name); `handle` gets
     /// every occurrence in order. Returns the words from the first one
     /// that is not an option on (`--` itself dropped).
-    pub fn parse(&self, args: &[String], mut handle: impl FnMut(&Opt, Value) -> Handled) -> Result<Vec<String>, Stop> {
-        let mut st = Step { args, at: 0, opt: None };
+    ///
+    /// Words need not be UTF-8: `args` are their text (lossy), `raw` the
+    /// words themselves (or empty: the same); `handle` also gets a value's
+    /// own bytes (a path, a DSO name: perf takes them as they
+    /// are). Option names are ASCII, so what precedes a value in its word
+    /// (`--dsos=`, `-i`) is the same in both: the value's bytes are the
+    /// word's from there.
+    pub fn parse(&self, args: &[String], raw: &[Vec<u8>], mut handle: impl FnMut(&Opt, Value, Option<&[u8]>) -> Handled) -> Result<Vec<String>, Stop> {
+        let raw = if raw.len() == args.len() { raw } else { &[] };
+        let mut st = Step { args, raw, at: 0, opt: None };
         while st.at < args.len() {
             let arg = args[st.at].as_str();
             if !arg.starts_with('-') || arg.len() == 1 {
@@ -161,7 +172,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `-abc`: each letter an option, until one takes the rest as its value.
-    fn short_cluster<'s>(&self, st: &mut Step<'s>, cluster: &'s str, handle: &mut impl FnMut(&Opt, Value) -> Handled) -> Result<(), Stop> {
+    fn short_cluster<'s>(&self, st: &mut Step<'s>, cluster: &'s str, handle: &mut impl FnMut(&Opt, Value, Option<&[u8]>) -> Handled) -> Result<(), Stop> {
         let mut rest = cluster;
         let mut first = true;
         loop {
@@ -203,7 +214,7 @@ impl<'a> Parser<'a> {
     }
 
     /// perf's `parse_long_opt`: `Ok(false)` if no option has that name.
-    fn long<'s>(&self, st: &mut Step<'s>, arg: &'s str, handle: &mut impl FnMut(&Opt, Value) -> Handled) -> Result<bool, Fail> {
+    fn long<'s>(&self, st: &mut Step<'s>, arg: &'s str, handle: &mut impl FnMut(&Opt, Value, Option<&[u8]>) -> Handled) -> Result<bool, Fail> {
         let arg_end = arg.find('=').unwrap_or(arg.len());
         let mut abbrev: Option<(&Opt, Named)> = None;
         let mut ambiguous: Option<(&Opt, Named)> = None;
@@ -280,7 +291,7 @@ impl<'a> Parser<'a> {
     }
 
     /// perf's `get_value`: checks the form, reads the value, hands it on.
-    fn get_value(&self, st: &mut Step<'_>, o: &Opt, named: Named, handle: &mut impl FnMut(&Opt, Value) -> Handled) -> Result<(), Fail> {
+    fn get_value(&self, st: &mut Step<'_>, o: &Opt, named: Named, handle: &mut impl FnMut(&Opt, Value, Option<&[u8]>) -> Handled) -> Result<(), Fail> {
         let unset = named == Named::Unset;
         let error = |reason: &str| {
             Fail::Usage(match named {
@@ -296,13 +307,18 @@ impl<'a> Parser<'a> {
         if named != Named::Short && st.opt.is_some() && takes_no_value {
             return Err(error("takes no value"));
         }
+        let mut raw = None;
         let value = match o.kind {
             _ if unset => Value::Off,
             Kind::Boolean | Kind::Incr | Kind::CallbackNoArg => Value::On,
             Kind::CallbackOptArg if st.opt.is_none() => Value::Absent,
-            Kind::String | Kind::Callback | Kind::CallbackOptArg => Value::Arg(self.get_arg(st).ok_or_else(|| error("requires a value"))?),
+            Kind::String | Kind::Callback | Kind::CallbackOptArg => {
+                let (text, bytes) = self.get_arg(st).ok_or_else(|| error("requires a value"))?;
+                raw = Some(bytes);
+                Value::Arg(text)
+            }
             Kind::Integer | Kind::UInteger => {
-                let arg = self.get_arg(st).ok_or_else(|| error("requires a value"))?;
+                let (arg, _) = self.get_arg(st).ok_or_else(|| error("requires a value"))?;
                 let n = strtol(&arg).ok_or_else(|| error("expects a numerical value"))?;
                 Value::Int(if o.kind == Kind::Integer { n as i32 as i64 } else { n as u32 as i64 })
             }
@@ -311,17 +327,25 @@ impl<'a> Parser<'a> {
             (Kind::Integer | Kind::UInteger, Value::Off) => Value::Int(0),
             (_, v) => v,
         };
-        handle(o, value).map_err(Fail::Usage)
+        handle(o, value, raw.as_deref()).map_err(Fail::Usage)
     }
 
-    /// perf's `get_arg`: the rest of the word, or the next word.
-    fn get_arg(&self, st: &mut Step<'_>) -> Option<String> {
+    /// perf's `get_arg`: the rest of the word, or the next word; as text
+    /// and as the word's bytes (see [`Parser::parse`]).
+    fn get_arg(&self, st: &mut Step<'_>) -> Option<(String, Vec<u8>)> {
+        let raw_tail = |st: &Step<'_>, text: &str| match st.raw.get(st.at) {
+            // What precedes the value in its word (ASCII) is as long in both.
+            Some(word) => word.get(st.args[st.at].len() - text.len()..).unwrap_or_default().to_vec(),
+            None => text.as_bytes().to_vec(),
+        };
         if let Some(v) = st.opt.take() {
-            return Some(v.to_string());
+            return Some((v.to_string(), raw_tail(st, v)));
         }
         if st.at + 1 < st.args.len() {
             st.at += 1;
-            return Some(st.args[st.at].clone());
+            let text = st.args[st.at].clone();
+            let bytes = raw_tail(st, &text);
+            return Some((text, bytes));
         }
         None
     }
@@ -511,7 +535,7 @@ mod tests {
         let p = Parser { options: OPTS, own: &[], usage: USAGE };
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let mut seen = Vec::new();
-        let rest = p.parse(&args, |o, v| {
+        let rest = p.parse(&args, &[], |o, v, _| {
             if o.long == "fields" && v == Value::Arg("bad".into()) {
                 return Err("Invalid field requested.\n".into());
             }
@@ -537,6 +561,29 @@ mod tests {
         assert_eq!(rest, ["report", "-i", "x"]);
         let (_, rest) = run(&["-v", "--", "-i"]).unwrap();
         assert_eq!(rest, ["-i"]);
+    }
+
+    /// Values that are not UTF-8 reach the handler as the bytes given, in
+    /// every form (`--opt=v`, `--opt v`, `-Xv`, `-X v`, abbreviated).
+    #[test]
+    fn raw_values() {
+        let p = Parser { options: OPTS, own: &[], usage: USAGE };
+        let raw: Vec<Vec<u8>> = [&b"--input=a\xffb"[..], b"--inp", b"\xe9x", b"-Fco\xfe", b"-i", b"\xc3(", b"-v"].iter().map(|w| w.to_vec()).collect();
+        let args: Vec<String> = raw.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+        let mut seen = Vec::new();
+        let rest = p.parse(&args, &raw, |o, _, bytes| {
+            seen.push((o.long, bytes.map(<[u8]>::to_vec)));
+            Ok(())
+        });
+        assert_eq!(rest.unwrap(), Vec::<String>::new());
+        let want: Vec<(&str, Option<Vec<u8>>)> = vec![
+            ("input", Some(b"a\xffb".to_vec())),
+            ("input", Some(b"\xe9x".to_vec())),
+            ("fields", Some(b"co\xfe".to_vec())),
+            ("input", Some(b"\xc3(".to_vec())),
+            ("verbose", None),
+        ];
+        assert_eq!(seen, want);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! perf's scripts or filters, or need hardware trace data, are refused
 //! with one line and exit status 129.
 
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use super::options::{Handled, Kind, Opt, Parser, Stop, USAGE_STATUS, Value};
@@ -137,7 +138,8 @@ pub struct ScriptArgs {
     pub tid: Option<String>,
     pub cpu: Option<String>,
     pub time: Option<String>,
-    pub dsos: Option<String>,
+    /// `--dsos`, as given: DSO names are compared as bytes.
+    pub dsos: Option<Vec<u8>>,
     pub symbols: Option<String>,
     pub stop_bt: Option<String>,
     pub addr_range: i32,
@@ -254,6 +256,19 @@ fn string(v: Value) -> Option<String> {
     }
 }
 
+/// A string option's value as the bytes given (`--no-` clears it).
+fn bytes(v: &Value, raw: Option<&[u8]>) -> Option<Vec<u8>> {
+    match v {
+        Value::Arg(s) => Some(raw.unwrap_or(s.as_bytes()).to_vec()),
+        _ => None,
+    }
+}
+
+/// A path option's value as the bytes given (Unix paths need not be UTF-8).
+fn path(v: &Value, raw: Option<&[u8]>) -> Option<PathBuf> {
+    bytes(v, raw).map(|b| PathBuf::from(std::ffi::OsString::from_vec(b)))
+}
+
 /// What went wrong: a value perf's callback refuses (then the usage), or
 /// an option pstitch refuses.
 enum Refusal {
@@ -263,10 +278,22 @@ enum Refusal {
 
 /// Parses `pstitch script`'s words (after `script`).
 pub fn parse(words: &[String]) -> Result<ScriptArgs, Stop> {
+    parse_raw(words, &[])
+}
+
+/// [`parse`] for the words as the command line gave them: `--dsos`, `-i`,
+/// `-k` and `--kallsyms` take their values' bytes, whether UTF-8 or not.
+pub fn parse_os(words: &[std::ffi::OsString]) -> Result<ScriptArgs, Stop> {
+    let raw: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+    let text: Vec<String> = words.iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    parse_raw(&text, &raw)
+}
+
+fn parse_raw(words: &[String], raw: &[Vec<u8>]) -> Result<ScriptArgs, Stop> {
     let mut a = ScriptArgs::default();
     let mut stop = None;
-    let parsed = parser().parse(words, |o, v| -> Handled {
-        match apply(&mut a, o, v) {
+    let parsed = parser().parse(words, raw, |o, v, bytes| -> Handled {
+        match apply(&mut a, o, v, bytes) {
             Ok(()) => Ok(()),
             Err(Refusal::Usage(msg)) => Err(msg),
             Err(Refusal::Stop(s)) => {
@@ -290,7 +317,7 @@ pub fn parse(words: &[String]) -> Result<ScriptArgs, Stop> {
 }
 
 /// One occurrence of an option, applied as perf applies it.
-fn apply(a: &mut ScriptArgs, o: &Opt, v: Value) -> Result<(), Refusal> {
+fn apply(a: &mut ScriptArgs, o: &Opt, v: Value, raw: Option<&[u8]>) -> Result<(), Refusal> {
     let on = v == Value::On;
     match o.long {
         "dump-raw-trace" => a.dump_raw_trace = on,
@@ -303,12 +330,12 @@ fn apply(a: &mut ScriptArgs, o: &Opt, v: Value) -> Result<(), Refusal> {
         "insn-trace" | "xed" | "call-trace" | "call-ret-trace" | "graph-function" => {
             return Err(Refusal::Stop(refused(&format!("--{}", o.long), NO_TRACE)));
         }
-        "input" => a.input = string(v).map(PathBuf::from),
+        "input" => a.input = path(&v, raw),
         "debug-mode" => a.debug_mode = on,
         "header" => a.header = on,
         "header-only" => a.header_only = on,
-        "vmlinux" => a.vmlinux = string(v).map(PathBuf::from),
-        "kallsyms" => a.kallsyms = string(v).map(PathBuf::from),
+        "vmlinux" => a.vmlinux = path(&v, raw),
+        "kallsyms" => a.kallsyms = path(&v, raw),
         "hide-call-graph" => a.hide_call_graph = on,
         // perf 7.2 crashes on --no-symfs and --no-fields; pstitch goes
         // back to the defaults.
@@ -327,7 +354,7 @@ fn apply(a: &mut ScriptArgs, o: &Opt, v: Value) -> Result<(), Refusal> {
             _ => a.fields = OutputFields::default(),
         },
         "all-cpus" => {}
-        "dsos" => a.dsos = string(v),
+        "dsos" => a.dsos = bytes(&v, raw),
         "symbols" => a.symbols = string(v),
         "addr-range" => {
             if let Value::Int(n) = v {
@@ -436,7 +463,7 @@ mod tests {
                 Kind::Integer | Kind::UInteger => Value::Int(1),
                 Kind::String | Kind::Callback | Kind::CallbackOptArg => Value::Arg("libdw".into()),
             };
-            let _ = apply(&mut ScriptArgs::default(), o, v);
+            let _ = apply(&mut ScriptArgs::default(), o, v, None);
         }
     }
 

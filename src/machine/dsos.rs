@@ -1,5 +1,10 @@
 //! The DSO table: every object file (or pseudo-file) a map points to, by
 //! the name perf prints for it.
+//!
+//! Names are bytes, as the MMAP/MMAP2 record holds them: a path need not
+//! be UTF-8, and perf prints it, opens it and compares it as the bytes it
+//! is. A name becomes a file path only through [`name_path`] (the bytes
+//! as an `OsStr`), never through a lossy conversion.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -30,15 +35,25 @@ pub enum DsoKind {
     Ksymbol,
 }
 
+/// A DSO's name: the bytes of the record, shared.
+pub type DsoName = Rc<[u8]>;
+
+/// A DSO name (or any path bytes from a record) as a path to open: the
+/// bytes themselves, no conversion (Unix paths are bytes).
+pub fn name_path(name: &[u8]) -> &std::path::Path {
+    use std::os::unix::ffi::OsStrExt;
+    std::path::Path::new(std::ffi::OsStr::from_bytes(name))
+}
+
 /// Classifies a mapping's file name as perf does.
-pub fn classify(name: &str) -> DsoKind {
-    if name == "//anon" || name.starts_with("[anon:") || name.starts_with("/dev/zero") || name.starts_with("/anon_hugepage") {
+pub fn classify(name: &[u8]) -> DsoKind {
+    if name == b"//anon" || name.starts_with(b"[anon:") || name.starts_with(b"/dev/zero") || name.starts_with(b"/anon_hugepage") {
         DsoKind::Anon
-    } else if name.starts_with("[stack") || name.starts_with("/SYSV") || name == "[heap]" {
+    } else if name.starts_with(b"[stack") || name.starts_with(b"/SYSV") || name == b"[heap]" {
         DsoKind::NoDso
-    } else if matches!(name, "[vdso]" | "[vdso32]" | "[vdsox32]") {
+    } else if matches!(name, b"[vdso]" | b"[vdso32]" | b"[vdsox32]") {
         DsoKind::Vdso
-    } else if name.starts_with('[') {
+    } else if name.starts_with(b"[") {
         DsoKind::Pseudo
     } else {
         DsoKind::File
@@ -52,8 +67,8 @@ pub fn classify(name: &str) -> DsoKind {
 /// after them is checked (`/tmp/perf-12x.map` is tid 12's, `/tmp/perf-.map`
 /// no one's). The number is read as `strtol` reads it (saturating) and cut
 /// to an `int`.
-pub fn perf_pid_map_tid(name: &str) -> Option<i32> {
-    let rest = name.strip_prefix("/tmp/perf-")?.as_bytes();
+pub fn perf_pid_map_tid(name: &[u8]) -> Option<i32> {
+    let rest = name.strip_prefix(b"/tmp/perf-")?;
     let mut i = rest.iter().take_while(|&&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')).count();
     let negative = rest.get(i) == Some(&b'-');
     if matches!(rest.get(i), Some(b'+' | b'-')) {
@@ -75,20 +90,20 @@ pub fn perf_pid_map_tid(name: &str) -> Option<i32> {
 /// in `dso[addr]` source-line fallbacks and matches `--dsos` against. A
 /// JIT map (`/tmp/perf-TID.map`) is `[JIT] tid TID`; the kernel keeps its
 /// long name; any other file its base name.
-pub fn short_name(long: &str, kind: DsoKind) -> std::borrow::Cow<'_, str> {
+pub fn short_name(long: &[u8], kind: DsoKind) -> std::borrow::Cow<'_, [u8]> {
     if kind == DsoKind::Kernel {
         return long.into();
     }
     match perf_pid_map_tid(long) {
-        Some(tid) => format!("[JIT] tid {tid}").into(),
-        None => long.rsplit('/').next().unwrap_or(long).into(),
+        Some(tid) => format!("[JIT] tid {tid}").into_bytes().into(),
+        None => long.rsplit(|&b| b == b'/').next().unwrap_or(long).into(),
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct Dso {
     /// The long name: the path as recorded, or a bracketed pseudo-name.
-    pub name: Rc<str>,
+    pub name: DsoName,
     pub kind: DsoKind,
     /// From an MMAP2 record or the BUILD_ID table.
     pub build_id: Option<Vec<u8>>,
@@ -102,7 +117,7 @@ pub struct Dso {
 #[derive(Debug, Default)]
 pub struct Dsos {
     list: Vec<Dso>,
-    by_name: HashMap<Rc<str>, DsoId>,
+    by_name: HashMap<DsoName, DsoId>,
     /// The DSOs added or changed, in order: copies of the table kept
     /// elsewhere follow it, each with its own position in it.
     journal: Vec<DsoId>,
@@ -112,7 +127,7 @@ pub struct Dsos {
 #[derive(Debug, Clone)]
 pub struct DsoUpdate {
     pub id: DsoId,
-    pub name: String,
+    pub name: Box<[u8]>,
     pub kind: DsoKind,
     pub build_id: Option<Vec<u8>>,
     pub ref_reloc: Option<(String, u64)>,
@@ -120,7 +135,7 @@ pub struct DsoUpdate {
 }
 
 impl Dsos {
-    pub(crate) fn findnew(&mut self, name: &str, kind: DsoKind) -> DsoId {
+    pub(crate) fn findnew(&mut self, name: &[u8], kind: DsoKind) -> DsoId {
         if let Some(&id) = self.by_name.get(name) {
             return id;
         }
@@ -128,9 +143,9 @@ impl Dsos {
     }
 
     /// A new entry; the name finds it unless an older entry has the name.
-    fn push(&mut self, name: &str, kind: DsoKind, ksym_len: u64) -> DsoId {
+    fn push(&mut self, name: &[u8], kind: DsoKind, ksym_len: u64) -> DsoId {
         let id = self.list.len() as DsoId;
-        let name: Rc<str> = name.into();
+        let name: DsoName = name.into();
         self.list.push(Dso { name: name.clone(), kind, build_id: None, ref_reloc: None, ksym_len });
         self.by_name.entry(name).or_insert(id);
         self.journal.push(id);
@@ -141,7 +156,7 @@ impl Dsos {
     /// every record that maps new text (`machine__process_ksymbol_register`);
     /// here one of the same name and length is shared, which prints the
     /// same.
-    pub(crate) fn ksymbol(&mut self, name: &str, len: u64) -> DsoId {
+    pub(crate) fn ksymbol(&mut self, name: &[u8], len: u64) -> DsoId {
         match self.by_name.get(name).map(|&id| (id, &self.list[id as usize])) {
             Some((id, d)) if d.kind == DsoKind::Ksymbol && d.ksym_len == len => id,
             _ => self.push(name, DsoKind::Ksymbol, len),
@@ -166,7 +181,7 @@ impl Dsos {
                 let d = &self.list[id as usize];
                 DsoUpdate {
                     id,
-                    name: d.name.to_string(),
+                    name: d.name.as_ref().into(),
                     kind: d.kind,
                     build_id: d.build_id.clone(),
                     ref_reloc: d.ref_reloc.as_ref().map(|(n, a)| (n.to_string(), *a)),
@@ -185,7 +200,7 @@ impl Dsos {
         d.ref_reloc = u.ref_reloc.map(|(n, a)| (n.into(), a));
     }
 
-    pub fn find(&self, name: &str) -> Option<DsoId> {
+    pub fn find(&self, name: &[u8]) -> Option<DsoId> {
         self.by_name.get(name).copied()
     }
 
@@ -221,35 +236,42 @@ mod tests {
 
     #[test]
     fn classifies_like_perf() {
-        assert_eq!(classify("//anon"), DsoKind::Anon);
-        assert_eq!(classify("[anon:rust]"), DsoKind::Anon);
-        assert_eq!(classify("[stack]"), DsoKind::NoDso);
-        assert_eq!(classify("[heap]"), DsoKind::NoDso);
-        assert_eq!(classify("[vdso]"), DsoKind::Vdso);
-        assert_eq!(classify("[vsyscall]"), DsoKind::Pseudo);
-        assert_eq!(classify("/usr/lib/libc.so.6"), DsoKind::File);
+        assert_eq!(classify(b"//anon"), DsoKind::Anon);
+        assert_eq!(classify(b"[anon:rust]"), DsoKind::Anon);
+        assert_eq!(classify(b"[stack]"), DsoKind::NoDso);
+        assert_eq!(classify(b"[heap]"), DsoKind::NoDso);
+        assert_eq!(classify(b"[vdso]"), DsoKind::Vdso);
+        assert_eq!(classify(b"[vsyscall]"), DsoKind::Pseudo);
+        assert_eq!(classify(b"/usr/lib/libc.so.6"), DsoKind::File);
+        assert_eq!(classify(b"/tmp/byte\xffwork\xe9"), DsoKind::File);
     }
 
     #[test]
     fn jit_maps_are_named_as_perf_reads_them() {
-        assert_eq!(perf_pid_map_tid("/tmp/perf-123.map"), Some(123));
-        assert_eq!(perf_pid_map_tid("/tmp/perf-12x.map"), Some(12));
-        assert_eq!(perf_pid_map_tid("/tmp/perf- -7.map"), Some(-7));
-        assert_eq!(perf_pid_map_tid("/tmp/perf-99999999999999999999.map"), Some(-1));
-        assert_eq!(perf_pid_map_tid("/tmp/perf-.map"), None);
-        assert_eq!(perf_pid_map_tid("/tmp/perf-x1.map"), None);
-        assert_eq!(perf_pid_map_tid("/usr/lib/libc.so.6"), None);
-        assert_eq!(short_name("/tmp/perf-4242.map", DsoKind::Anon), "[JIT] tid 4242");
-        assert_eq!(short_name("/usr/lib/libc.so.6", DsoKind::File), "libc.so.6");
-        assert_eq!(short_name("[kernel.kallsyms]", DsoKind::Kernel), "[kernel.kallsyms]");
-        assert_eq!(short_name("/boot/vmlinux", DsoKind::Kernel), "/boot/vmlinux");
+        assert_eq!(perf_pid_map_tid(b"/tmp/perf-123.map"), Some(123));
+        assert_eq!(perf_pid_map_tid(b"/tmp/perf-12x.map"), Some(12));
+        assert_eq!(perf_pid_map_tid(b"/tmp/perf- -7.map"), Some(-7));
+        assert_eq!(perf_pid_map_tid(b"/tmp/perf-99999999999999999999.map"), Some(-1));
+        assert_eq!(perf_pid_map_tid(b"/tmp/perf-.map"), None);
+        assert_eq!(perf_pid_map_tid(b"/tmp/perf-x1.map"), None);
+        assert_eq!(perf_pid_map_tid(b"/tmp/perf-7\xff.map"), Some(7));
+        assert_eq!(perf_pid_map_tid(b"/usr/lib/libc.so.6"), None);
+        assert_eq!(&*short_name(b"/tmp/perf-4242.map", DsoKind::Anon), b"[JIT] tid 4242");
+        assert_eq!(&*short_name(b"/usr/lib/libc.so.6", DsoKind::File), b"libc.so.6");
+        assert_eq!(&*short_name(b"/tmp/d\xfe/byte\xffwork\xe9", DsoKind::File), b"byte\xffwork\xe9");
+        assert_eq!(&*short_name(b"[kernel.kallsyms]", DsoKind::Kernel), b"[kernel.kallsyms]");
+        assert_eq!(&*short_name(b"/boot/vmlinux", DsoKind::Kernel), b"/boot/vmlinux");
     }
 
     #[test]
     fn one_entry_per_name() {
         let mut d = Dsos::default();
-        let a = d.findnew("/a", DsoKind::File);
-        assert_eq!(d.findnew("/a", DsoKind::File), a);
-        assert_ne!(d.findnew("/b", DsoKind::File), a);
+        let a = d.findnew(b"/a", DsoKind::File);
+        assert_eq!(d.findnew(b"/a", DsoKind::File), a);
+        assert_ne!(d.findnew(b"/b", DsoKind::File), a);
+        // Two names that one lossy conversion would make equal stay apart.
+        let x = d.findnew(b"/x\xff", DsoKind::File);
+        assert_ne!(d.findnew(b"/x\xfe", DsoKind::File), x);
+        assert_eq!(d.find(b"/x\xff"), Some(x));
     }
 }

@@ -13,7 +13,7 @@ pub mod maps;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-pub use dsos::{Dso, DsoKind, Dsos};
+pub use dsos::{Dso, DsoKind, DsoName, Dsos, name_path};
 pub use maps::{DsoId, Map, MapKind, Maps};
 
 use perf_data::record::{CommRecord, KsymbolRecord, MmapRecord, TaskRecord, misc};
@@ -332,23 +332,27 @@ impl Machine {
         if record_type == perf_data::record::kind::MMAP && record_misc & misc::MMAP_DATA == 0 {
             prot = PROT_EXEC;
         }
-        let filename = String::from_utf8_lossy(m.filename);
+        let filename = m.filename;
         if matches!(cpumode, CpuMode::Kernel | CpuMode::GuestKernel) {
-            self.process_kernel_mmap(m, &filename);
+            self.process_kernel_mmap(m, filename);
             return;
         }
         let pid = {
             let t = self.findnew_thread(m.pid, m.tid);
             t.pid
         };
-        let kind = dsos::classify(&filename);
+        let kind = dsos::classify(filename);
+        let jit_map;
         let (name, map_kind, pgoff) = match kind {
-            DsoKind::Anon | DsoKind::NoDso if prot & PROT_EXEC != 0 => (format!("/tmp/perf-{pid}.map"), MapKind::Identity, m.pgoff),
-            DsoKind::Anon | DsoKind::NoDso => (filename.to_string(), MapKind::Identity, m.pgoff),
-            DsoKind::Vdso => (filename.to_string(), MapKind::Dso, 0),
-            _ => (filename.to_string(), MapKind::Dso, m.pgoff),
+            DsoKind::Anon | DsoKind::NoDso if prot & PROT_EXEC != 0 => {
+                jit_map = format!("/tmp/perf-{pid}.map");
+                (jit_map.as_bytes(), MapKind::Identity, m.pgoff)
+            }
+            DsoKind::Anon | DsoKind::NoDso => (filename, MapKind::Identity, m.pgoff),
+            DsoKind::Vdso => (filename, MapKind::Dso, 0),
+            _ => (filename, MapKind::Dso, m.pgoff),
         };
-        let dso = self.dsos.findnew(&name, kind);
+        let dso = self.dsos.findnew(name, kind);
         if let Some(bid) = m.build_id.filter(|b| perf_data::features::build_id_is_defined(b)) {
             self.dsos.set_build_id(dso, bid.to_vec());
         }
@@ -357,21 +361,22 @@ impl Machine {
         Rc::make_mut(&mut t.maps.borrow_mut()).insert(map);
     }
 
-    fn process_kernel_mmap(&mut self, m: &MmapRecord<'_>, filename: &str) {
+    fn process_kernel_mmap(&mut self, m: &MmapRecord<'_>, filename: &[u8]) {
         // "[kernel.kallsyms]_text" (or "_stext") names the kernel image;
         // anything else kernel-side is a module or an extra kernel map.
-        let (name, kind, map_kind) = if filename.starts_with(KERNEL_DSO_NAME) {
-            (KERNEL_DSO_NAME.to_string(), DsoKind::Kernel, MapKind::Identity)
+        let (name, kind, map_kind) = if filename.starts_with(KERNEL_DSO_NAME.as_bytes()) {
+            (KERNEL_DSO_NAME.as_bytes(), DsoKind::Kernel, MapKind::Identity)
         } else {
-            (filename.to_string(), DsoKind::KernelModule, MapKind::Dso)
+            (filename, DsoKind::KernelModule, MapKind::Dso)
         };
-        let dso = self.dsos.findnew(&name, kind);
+        let dso = self.dsos.findnew(name, kind);
         // perf's machine__process_kernel_mmap_event: "[kernel.kallsyms]_text"
         // names the reference symbol, pgoff is its address (0 under
         // kptr_restrict, then unused).
         if kind == DsoKind::Kernel && m.pgoff != 0 {
-            let sym = &filename[KERNEL_DSO_NAME.len()..];
-            self.dsos.set_ref_reloc(dso, sym, m.pgoff);
+            // A symbol name (kallsyms' text), not a path.
+            let sym = String::from_utf8_lossy(&filename[KERNEL_DSO_NAME.len()..]);
+            self.dsos.set_ref_reloc(dso, &sym, m.pgoff);
         }
         let end = if m.start == 0 && m.len == 0 { u64::MAX } else { m.start.wrapping_add(m.len) };
         let end = if end < m.start { u64::MAX } else { end };
@@ -408,7 +413,7 @@ impl Machine {
             return;
         }
         self.epoch += 1;
-        let dso = self.dsos.ksymbol(&String::from_utf8_lossy(k.name), k.len.into());
+        let dso = self.dsos.ksymbol(k.name, k.len.into());
         let end = k.addr.saturating_add(k.len.into());
         self.kernel_maps.insert(Map { start: k.addr, end, pgoff: 0, dso, kind: MapKind::Dso, prot: PROT_EXEC, flags: 0 });
     }

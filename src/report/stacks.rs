@@ -126,6 +126,9 @@ pub(super) struct Collector<'s> {
     resolved: FastMap<(u32, u64), Rc<[FrameId]>>,
     /// The frame of an address in no map.
     unmapped: Option<FrameId>,
+    /// DSO names as the scripts see them, by DSO id (see
+    /// [`Collector::dso_name`]).
+    dso_names: Vec<Option<Rc<str>>>,
     chain: Vec<FrameId>,
     /// Event names by event index (pipe mode adds events as it goes).
     names: Vec<Rc<str>>,
@@ -148,12 +151,26 @@ impl<'s> Collector<'s> {
             hide_call_graph,
             resolved: FastMap::default(),
             unmapped: None,
+            dso_names: Vec::new(),
             chain: Vec::new(),
             names: Vec::new(),
             printer,
             records: 0,
             flushes: Vec::new(),
         }
+    }
+
+    /// A DSO's name as perf's Python scripts take it: a string. perf 7.2
+    /// crashes (SIGSEGV) running its report scripts on a recording whose
+    /// DSO paths and comms are not UTF-8 (tests/golden/non-utf8), so there
+    /// is no output of perf's to follow; pstitch shows such a name with
+    /// U+FFFD, as it does the comm. Converted once per DSO.
+    fn dso_name(&mut self, dsos: &Dsos, id: crate::machine::DsoId) -> Rc<str> {
+        let i = id as usize;
+        if self.dso_names.len() <= i {
+            self.dso_names.resize(i + 1, None);
+        }
+        self.dso_names[i].get_or_insert_with(|| String::from_utf8_lossy(&dsos.get(id).name).into()).clone()
     }
 
     /// The frames of `ip` (resolved in `map`, or in no map).
@@ -166,7 +183,7 @@ impl<'s> Collector<'s> {
         if let Some(f) = self.resolved.get(&key) {
             return f.clone();
         }
-        let dso_name = dsos.get(m.dso).name.clone();
+        let dso_name = self.dso_name(dsos, m.dso);
         let sym = self.symbolizer.find_symbol(dsos, m, ip);
         // The first lookup after a load that failed half-way answers for
         // itself only (see `Symbolizer::find_symbol`).
@@ -286,7 +303,7 @@ impl Tool for Collector<'_> {
             let (name, dso) = match map {
                 Some(m) => {
                     let sym = self.symbolizer.find_symbol(&cx.machine.dsos, &m, s.ip);
-                    (sym.map(|s| s.name), Some(cx.machine.dsos.get(m.dso).name.clone()))
+                    (sym.map(|s| s.name), Some(self.dso_name(&cx.machine.dsos, m.dso)))
                 }
                 None => (None, None),
             };

@@ -86,7 +86,7 @@ impl Script {
         self.buf.extend_from_slice(b" (");
         match map {
             Some(m) => {
-                self.buf.extend_from_slice(machine.dsos.get(m.dso).name.as_bytes());
+                self.buf.extend_from_slice(&machine.dsos.get(m.dso).name);
                 if dsoff && self.symbolizer.is_object_file(&machine.dsos, m.dso) {
                     self.buf.extend_from_slice(b"+0x");
                     format::hex(&mut self.buf, m.map_ip(addr), 0);

@@ -495,7 +495,7 @@ impl FrameFormatter {
             Some(m) => {
                 let off = dsoff && self.symbolizer.is_object_file(&self.dsos, m.dso);
                 let dso = self.dsos.get(m.dso);
-                let name = self.symbolizer.shown_kernel_name(m.dso, off).unwrap_or(&dso.name).as_bytes();
+                let name = self.symbolizer.shown_kernel_name(m.dso, off).unwrap_or(&dso.name);
                 self.kept.name_at(out.len(), m.dso, name);
                 out.extend_from_slice(name);
                 if off {
@@ -527,7 +527,7 @@ impl FrameFormatter {
             && let Some(line) = self.symbolizer.srcline(&self.dsos, m, ip, sym)
         {
             out.extend_from_slice(b"\n  ");
-            out.extend_from_slice(line.as_bytes());
+            out.extend_from_slice(&line);
         }
     }
 }
@@ -656,7 +656,7 @@ mod tests {
     #[test]
     fn prefetched_requests_are_used_once() {
         let mut out = printer(std::io::sink(), Threads::Parallel, SymbolConfig::default(), Vec::new());
-        let request = |name: &str| LoadRequest { long_name: name.into(), kind: crate::machine::DsoKind::File, build_id: None };
+        let request = |name: &str| LoadRequest { long_name: name.as_bytes().into(), kind: crate::machine::DsoKind::File, build_id: None };
         out.prefetch(request("/nonexistent/a"));
         out.prefetch(request("/nonexistent/a"));
         assert_eq!(requests(&out), 1, "asked once");

@@ -152,7 +152,7 @@ impl Script {
         self.buf.extend_from_slice(ev.comm);
         format::text(&mut self.buf, format_args!(":{}\n ...... dso: ", s.tid));
         match map {
-            Some(m) => self.buf.extend_from_slice(machine.dsos.get(m.dso).name.as_bytes()),
+            Some(m) => self.buf.extend_from_slice(&machine.dsos.get(m.dso).name),
             None if CpuMode::from_misc(ev.record.header.misc) == CpuMode::Hypervisor => self.buf.extend_from_slice(b"[hypervisor]"),
             None => self.buf.extend_from_slice(b"<not found>"),
         }

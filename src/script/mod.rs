@@ -97,8 +97,8 @@ pub struct ScriptOptions {
     /// `-d`: check sample order instead of printing samples.
     pub debug_mode: bool,
     /// `--dsos`: only samples whose ip is in one of these DSOs (by short or
-    /// long name).
-    pub dsos: Option<Vec<String>>,
+    /// long name, compared as bytes: a recorded path need not be UTF-8).
+    pub dsos: Option<Vec<Vec<u8>>>,
     /// `-S`: only samples whose ip is in one of these symbols.
     pub symbols: Option<Vec<String>>,
     /// `--addr-range`: with `-S` addresses, how many bytes after each
@@ -155,6 +155,11 @@ impl Default for ScriptOptions {
 /// dropped), as `--dsos`, `-S`, `--stop-bt` and `--comms` take them.
 pub fn parse_list(s: &str) -> Vec<String> {
     s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
+}
+
+/// [`parse_list`] of bytes (`--dsos`: DSO names need not be UTF-8).
+pub fn parse_byte_list(s: &[u8]) -> Vec<Vec<u8>> {
+    s.split(|&b| b == b',').map(<[u8]>::trim_ascii).filter(|x| !x.is_empty()).map(<[u8]>::to_vec).collect()
 }
 
 /// `--symfs DIR[,LAYOUT]` as perf's `symbol__config_symfs` reads it: the
@@ -854,9 +859,9 @@ impl Script {
         if let Some(list) = &self.opts.dsos {
             let Some(m) = &map else { return true };
             let dso = machine.dsos.get(m.dso);
-            let long: &str = &dso.name;
+            let long: &[u8] = &dso.name;
             let short = crate::machine::dsos::short_name(long, dso.kind);
-            if !list.iter().any(|d| *d == short || (short != long && d == long)) {
+            if !list.iter().any(|d| d[..] == *short || (*short != *long && d[..] == *long)) {
                 return true;
             }
         }

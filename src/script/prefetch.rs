@@ -162,13 +162,12 @@ impl Script {
     /// The request for a file a queued MMAP maps, if its symbols are not
     /// loaded or asked for yet.
     fn queued_request(&self, machine: &Machine, filename: &[u8], build_id: Option<&[u8]>) -> Option<LoadRequest> {
-        let long_name = String::from_utf8_lossy(filename).into_owned();
-        if let Some(id) = machine.dsos.find(&long_name)
+        if let Some(id) = machine.dsos.find(filename)
             && self.shipped.get(id as usize).copied().unwrap_or(false)
         {
             return None;
         }
-        let request = LoadRequest { kind: dsos::classify(&long_name), long_name, build_id: build_id.map(<[u8]>::to_vec) };
+        let request = LoadRequest { kind: dsos::classify(filename), long_name: filename.into(), build_id: build_id.map(<[u8]>::to_vec) };
         self.worth_asking(&request).then_some(request)
     }
 

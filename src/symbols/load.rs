@@ -6,6 +6,8 @@
 //! program headers turn symbol values into file offsets; `.symtab` and
 //! `.dynsym` both loaded (`dso__load_sym`), then the PLT synthesized.
 
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -25,24 +27,35 @@ pub struct Search<'a> {
 impl Search<'_> {
     /// perf's `__symbol__join_symfs`: `symfs + "/" + path` (a symfs of `/`
     /// counts as none), or with the flat layout `symfs + "/" +
-    /// basename(path)`.
-    pub fn join(&self, path: &str) -> PathBuf {
+    /// basename(path)`. `path` is the DSO's name as recorded: bytes, not
+    /// necessarily UTF-8, joined as they are.
+    pub fn join(&self, path: &[u8]) -> PathBuf {
         match self.symfs {
             Some(s) if !s.as_os_str().is_empty() && s != Path::new("/") => {
                 let mut p = s.as_os_str().to_owned();
                 p.push("/");
-                p.push(if self.flat { basename(path) } else { path });
+                p.push(std::ffi::OsStr::from_bytes(if self.flat { basename(path) } else { path }));
                 PathBuf::from(p)
             }
-            _ => PathBuf::from(path),
+            _ => path_of(path.to_vec()),
         }
     }
 }
 
+/// Path bytes as a path (Unix paths are bytes: no conversion).
+fn path_of(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(OsString::from_vec(bytes))
+}
+
+/// The parts one after the other, as one path's bytes.
+fn concat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
 /// glibc's `basename` (the GNU one perf gets with `_GNU_SOURCE`): what
 /// follows the last `/`, empty for a path ending in one.
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
+fn basename(path: &[u8]) -> &[u8] {
+    path.rsplit(|&b| b == b'/').next().unwrap_or(path)
 }
 
 /// The result of loading a DSO.
@@ -107,20 +120,17 @@ fn build_id_cache_path(dir: &Path, bid: &[u8], basename: &str) -> Option<PathBuf
 }
 
 /// The candidate file names, in perf's order.
-fn candidates(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Vec<PathBuf> {
+fn candidates(long_name: &[u8], bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    // DSO_BINARY_TYPE__DEBUGLINK
+    // DSO_BINARY_TYPE__DEBUGLINK (the debuglink name is bytes too)
     let full = search.join(long_name);
     if elf::is_regular_file(&full)
         && let Some(link) = Elf::open(&full).and_then(|e| e.debuglink()) {
-            let link = String::from_utf8_lossy(&link).into_owned();
-            let full_s = full.to_string_lossy().into_owned();
-            let dir = match full_s.rfind('/') {
-                Some(p) => full_s[..p].to_string(),
-                None => String::new(),
-            };
-            for cand in [link.clone(), format!("{dir}/{link}"), format!("{dir}/.debug/{link}"), format!("/usr/lib/debug{dir}/{link}")] {
-                let p = PathBuf::from(&cand);
+            let full_b = full.as_os_str().as_bytes();
+            let dir = full_b.iter().rposition(|&b| b == b'/').map_or(&b""[..], |p| &full_b[..p]);
+            let link = &link[..];
+            for cand in [link.to_vec(), concat(&[dir, b"/", link]), concat(&[dir, b"/.debug/", link]), concat(&[b"/usr/lib/debug", dir, b"/", link])] {
+                let p = path_of(cand);
                 if elf::is_regular_file(&p) {
                     out.push(p);
                     break;
@@ -134,25 +144,25 @@ fn candidates(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Searc
         out.extend(build_id_cache_path(dir, bid, "debug"));
     }
     // FEDORA_DEBUGINFO, UBUNTU_DEBUGINFO
-    out.push(search.join(&format!("/usr/lib/debug{long_name}.debug")));
-    out.push(search.join(&format!("/usr/lib/debug{long_name}")));
+    out.push(search.join(&concat(&[b"/usr/lib/debug", long_name, b".debug"])));
+    out.push(search.join(&concat(&[b"/usr/lib/debug", long_name])));
     // BUILDID_DEBUGINFO (an empty build-id, as a damaged file can carry,
     // names no file)
     if let Some(bid) = bid.filter(|b| !b.is_empty()) {
         let h = hex(bid);
-        out.push(search.join(&format!("/usr/lib/debug/.build-id/{}/{}.debug", &h[..2], &h[2..])));
+        out.push(search.join(format!("/usr/lib/debug/.build-id/{}/{}.debug", &h[..2], &h[2..]).as_bytes()));
     }
     // SYSTEM_PATH_DSO
     out.push(full);
     // OPENEMBEDDED_DEBUGINFO: <dir>/.debug/<base>
-    let (dir, base) = match long_name.rfind('/') {
+    let (dir, base) = match long_name.iter().rposition(|&b| b == b'/') {
         Some(p) => (&long_name[..p], &long_name[p..]),
-        None => ("", long_name),
+        None => (&b""[..], long_name),
     };
-    out.push(search.join(&format!("{dir}/.debug{base}")));
+    out.push(search.join(&concat(&[dir, b"/.debug", base])));
     // MIXEDUP_UBUNTU_DEBUGINFO
-    if let Some(rest) = long_name.strip_prefix("/usr/lib/") {
-        out.push(search.join(&format!("/usr/lib/debug/lib/{rest}")));
+    if let Some(rest) = long_name.strip_prefix(b"/usr/lib/") {
+        out.push(search.join(&concat(&[b"/usr/lib/debug/lib/", rest])));
     }
     out
 }
@@ -186,13 +196,13 @@ struct Chosen {
     files: Option<(Rc<SymSrc>, Rc<SymSrc>)>,
 }
 
-fn choose(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Chosen {
+fn choose(long_name: &[u8], bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Chosen {
     let mut bid: Option<Vec<u8>> = bid.map(<[u8]>::to_vec);
     // "Read the build id if possible" (perf checks the path outside the
     // symfs; pstitch also accepts the symfs copy, see NOTES.md).
     if bid.is_none() {
         let full = search.join(long_name);
-        if elf::is_regular_file(Path::new(long_name)) || elf::is_regular_file(&full) {
+        if elf::is_regular_file(Path::new(std::ffi::OsStr::from_bytes(long_name))) || elf::is_regular_file(&full) {
             bid = Elf::open(&full).and_then(|e| e.build_id());
         }
     }
@@ -227,7 +237,7 @@ fn choose(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_
 }
 
 /// perf's `dso__load` for a user-space file DSO.
-pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Loaded {
+pub fn load_user_dso(long_name: &[u8], bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Loaded {
     let chosen = choose(long_name, bid, is_vdso, search);
     let mut loaded = Loaded::default();
     let Some((syms_ss, runtime_ss)) = chosen.files else { return loaded };
@@ -245,7 +255,7 @@ pub fn load_user_dso(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search:
 /// The file `dso__load` would take a user-space DSO's symbols from (perf's
 /// `symsrc_filename`: the first candidate with `.symtab`), without loading
 /// them.
-pub fn symsrc_path(long_name: &str, bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Option<PathBuf> {
+pub fn symsrc_path(long_name: &[u8], bid: Option<&[u8]>, is_vdso: bool, search: &Search<'_>) -> Option<PathBuf> {
     let (syms_ss, _) = choose(long_name, bid, is_vdso, search).files?;
     syms_ss.symtab.is_some().then(|| syms_ss.path.clone())
 }
@@ -675,12 +685,15 @@ mod tests {
     #[test]
     fn symfs_join_like_perf() {
         let s = Search { symfs: Some(Path::new("/sym")), flat: false, buildid_dir: None, demangle: true };
-        assert_eq!(s.join("/usr/lib/x"), PathBuf::from("/sym//usr/lib/x"));
-        assert_eq!(s.join("[vdso]"), PathBuf::from("/sym/[vdso]"));
+        assert_eq!(s.join(b"/usr/lib/x"), PathBuf::from("/sym//usr/lib/x"));
+        assert_eq!(s.join(b"[vdso]"), PathBuf::from("/sym/[vdso]"));
         let root = Search { symfs: Some(Path::new("/")), ..s };
         let flat = Search { flat: true, ..s };
-        assert_eq!(flat.join("/usr/lib/libc.so.6"), Path::new("/sym/libc.so.6"));
-        assert_eq!(root.join("/usr/lib/x"), PathBuf::from("/usr/lib/x"));
+        assert_eq!(flat.join(b"/usr/lib/libc.so.6"), Path::new("/sym/libc.so.6"));
+        assert_eq!(root.join(b"/usr/lib/x"), PathBuf::from("/usr/lib/x"));
+        // A name that is not UTF-8 is joined as its bytes.
+        assert_eq!(s.join(b"/bin/byte\xffwork").as_os_str().as_bytes(), b"/sym//bin/byte\xffwork");
+        assert_eq!(flat.join(b"/d\xfe/x\xe9").as_os_str().as_bytes(), b"/sym/x\xe9");
     }
 
     #[test]
@@ -722,7 +735,7 @@ mod tests {
         // of the symfs copy when the perf.data has none).
         let symfs = fixtures();
         let search = Search { symfs: Some(&symfs), flat: false, buildid_dir: None, demangle: true };
-        let mut l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
+        let mut l = load_user_dso(b"/usr/lib/x86_64-linux-gnu/libc.so.6", None, false, &search);
         let src = l.symsrc.as_ref().expect("symsrc").to_string_lossy().into_owned();
         assert!(src.ends_with("//usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug"), "{src}");
         let listing = l.syms.listing();
@@ -733,7 +746,7 @@ mod tests {
         assert!(names.contains(&"memcpy@@GLIBC_2.14@plt"), "plt names");
         // A recorded build-id that matches no file: perf skips every
         // candidate and has no symbols.
-        let l = load_user_dso("/usr/lib/x86_64-linux-gnu/libc.so.6", Some(&[0x11; 20]), false, &search);
+        let l = load_user_dso(b"/usr/lib/x86_64-linux-gnu/libc.so.6", Some(&[0x11; 20]), false, &search);
         assert!(l.syms.is_empty() && l.symsrc.is_none());
     }
 
@@ -741,7 +754,7 @@ mod tests {
     fn executable_symbols_and_plt() {
         let symfs = fixtures();
         let search = Search { symfs: Some(&symfs), flat: false, buildid_dir: None, demangle: true };
-        let mut l = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
+        let mut l = load_user_dso(b"/tmp/pstitch-fixtures/bin/cppwork", None, false, &search);
         let all = l.syms.listing();
         let find = |n: &str| all.iter().find(|s| &*s.2 == n).cloned();
         assert!(find("sim::World::energy() const").is_some());
@@ -750,7 +763,7 @@ mod tests {
         // Symbols are file offsets (ET_DYN, p_vaddr == p_offset here).
         let id = l.syms.find_id(main.0 + 1).expect("a symbol at main+1");
         assert_eq!(&*l.syms.name(id), "main");
-        let mut raw = load_user_dso("/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
+        let mut raw = load_user_dso(b"/tmp/pstitch-fixtures/bin/cppwork", None, false, &Search { demangle: false, ..search });
         assert!(raw.syms.listing().iter().any(|s| &*s.2 == "_ZNK3sim5World6energyEv"));
     }
 
@@ -764,10 +777,10 @@ mod tests {
         std::fs::write(dir.join("tiny"), &exe[..40]).unwrap();
         let search = Search { symfs: Some(&dir), flat: false, buildid_dir: None, demangle: true };
         for f in ["/notelf", "/trunc", "/tiny", "/missing"] {
-            let l = load_user_dso(f, None, false, &search);
+            let l = load_user_dso(f.as_bytes(), None, false, &search);
             let _ = l.syms.len();
         }
-        let l = load_user_dso("/notelf", None, false, &search);
+        let l = load_user_dso(b"/notelf", None, false, &search);
         assert!(l.syms.is_empty() && l.symsrc.is_none());
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -803,7 +816,7 @@ mod tests {
             }
             let name = format!("/bin-{round}");
             std::fs::write(dir.join(&name[1..]), &bytes).unwrap();
-            let mut l = load_user_dso(&name, None, false, &search);
+            let mut l = load_user_dso(name.as_bytes(), None, false, &search);
             named += l.syms.listing().len();
             for ip in (0..0x4000).step_by(0x40) {
                 if let Some(id) = l.syms.find_id(ip) {

@@ -16,7 +16,8 @@ use super::{ShippedDso, SymbolConfig, Symbolizer};
 /// they are made.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LoadRequest {
-    pub long_name: String,
+    /// The DSO's name as recorded (bytes: a path need not be UTF-8).
+    pub long_name: Box<[u8]>,
     pub kind: DsoKind,
     pub build_id: Option<Vec<u8>>,
 }
@@ -24,7 +25,7 @@ pub struct LoadRequest {
 impl LoadRequest {
     /// The request for a DSO as the machine knows it now.
     pub fn of(dso: &Dso) -> LoadRequest {
-        LoadRequest { long_name: dso.name.to_string(), kind: dso.kind, build_id: dso.build_id.clone() }
+        LoadRequest { long_name: dso.name.as_ref().into(), kind: dso.kind, build_id: dso.build_id.clone() }
     }
 }
 

@@ -26,11 +26,12 @@ pub mod symtab;
 mod vmlinux;
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::fasthash::FastMap;
-use crate::machine::{DsoKind, Dsos, KERNEL_DSO_NAME, Map};
+use crate::machine::{DsoKind, DsoName, Dsos, KERNEL_DSO_NAME, Map, name_path};
 use perf_data::features::BuildIdEntry;
 
 use load::{Loaded, Search};
@@ -142,13 +143,17 @@ pub struct InlineEntry {
     pub srcline: Rc<str>,
 }
 
+/// A source line as perf prints it: `file:line`, or the `dso[addr]`
+/// fallback, whose DSO name is bytes (it need not be UTF-8).
+pub type Srcline = Rc<[u8]>;
+
 /// What perf knows about one DSO once it tried to load it.
 struct DsoState {
     loaded: Loaded,
     kind: DsoKind,
     kernel: bool,
-    long_name: Rc<str>,
-    short_name: Rc<str>,
+    long_name: DsoName,
+    short_name: DsoName,
     /// The file addr2line would run on has a `.debug_line` section
     /// (`None`: not checked yet).
     has_debug_line: Option<bool>,
@@ -162,9 +167,9 @@ struct DsoState {
     /// Source lines by objdump address, with the addr2line generation they
     /// were computed at (a repeated query in the same state changes
     /// nothing and answers the same).
-    srclines: FastMap<u64, (u64, Option<Rc<str>>)>,
+    srclines: FastMap<u64, (u64, Option<Srcline>)>,
     /// `dso[addr]` fallbacks by objdump address.
-    fallbacks: FastMap<u64, Rc<str>>,
+    fallbacks: FastMap<u64, Srcline>,
 }
 
 /// A DSO's symbols as one symbolizer loaded them, for another (they can
@@ -176,8 +181,8 @@ pub struct ShippedDso {
     a2l: Option<StartedA2l>,
     kind: DsoKind,
     kernel: bool,
-    long_name: String,
-    short_name: String,
+    long_name: Box<[u8]>,
+    short_name: Box<[u8]>,
 }
 
 /// What [`a2l_session`] finds out when it first runs: whether the file
@@ -396,7 +401,7 @@ impl Symbolizer {
             return k.clone();
         }
         let kernel = (0..dsos.len() as u32).map(|i| dsos.get(i)).find(|d| d.kind == DsoKind::Kernel);
-        let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(d.name.as_bytes()).cloned()));
+        let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(&*d.name).cloned()));
         let rr = kernel.and_then(|d| d.ref_reloc.clone());
         let path = self.kallsyms_path(bid.as_deref());
         let parsed = match (self.kallsyms_ahead.take(), &path) {
@@ -462,7 +467,7 @@ impl Symbolizer {
     pub(crate) fn ship(&mut self, dsos: &Dsos, id: crate::machine::DsoId, map: Option<&Map>, keep: bool) -> ShippedDso {
         let st = self.state_for(dsos, id, map);
         let loaded = if keep { st.loaded.clone() } else { std::mem::take(&mut st.loaded) };
-        ShippedDso { loaded, a2l: None, kind: st.kind, kernel: st.kernel, long_name: st.long_name.to_string(), short_name: st.short_name.to_string() }
+        ShippedDso { loaded, a2l: None, kind: st.kind, kernel: st.kernel, long_name: st.long_name.as_ref().into(), short_name: st.short_name.as_ref().into() }
     }
 
     /// Takes a DSO's symbols loaded by another symbolizer (see
@@ -484,25 +489,25 @@ impl Symbolizer {
 
     /// [`Symbolizer::ship`] for a DSO of a kind [`Symbolizer::loads_from_file`]
     /// accepts, from its name and build-id alone.
-    pub(crate) fn load_file(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
+    pub(crate) fn load_file(&self, long_name: &[u8], kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
         let short_name = crate::machine::dsos::short_name(long_name, kind);
-        let bid = build_id.map(<[u8]>::to_vec).or_else(|| self.build_ids.get(long_name.as_bytes()).cloned());
+        let bid = build_id.map(<[u8]>::to_vec).or_else(|| self.build_ids.get(long_name).cloned());
         let symfs = self.symfs();
         let bdir = self.buildid_dir();
         let search = Search { symfs: symfs.as_deref(), flat: self.config.symfs_flat, buildid_dir: bdir.as_deref(), demangle: self.config.demangle };
         let loaded = if is_perf_pid_map_name(long_name) {
-            Loaded { syms: load::load_perf_map(Path::new(long_name)), ..Default::default() }
+            Loaded { syms: load::load_perf_map(name_path(long_name)), ..Default::default() }
         } else {
             load::load_user_dso(long_name, bid.as_deref(), kind == DsoKind::Vdso, &search)
         };
-        ShippedDso { loaded, a2l: None, kind, kernel: false, long_name: long_name.to_string(), short_name: short_name.to_string() }
+        ShippedDso { loaded, a2l: None, kind, kernel: false, long_name: long_name.into(), short_name: short_name.into() }
     }
 
     /// [`Symbolizer::load_file`] with the table made ready for lookups
     /// ([`SymTab::prepare`]) and, when inline frames are shown, the
     /// addr2line session started (reading and decompressing its sections
     /// takes the printer ~0.1 s on a large recording otherwise).
-    pub(crate) fn load_file_prepared(&self, long_name: &str, kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
+    pub(crate) fn load_file_prepared(&self, long_name: &[u8], kind: DsoKind, build_id: Option<&[u8]>) -> ShippedDso {
         let mut shipped = self.load_file(long_name, kind, build_id);
         shipped.loaded.syms.prepare();
         // Choosing between aliases read names all over the string table.
@@ -521,15 +526,15 @@ impl Symbolizer {
             return self.load_file(&dso.name, dso.kind, dso.build_id.as_deref());
         }
         let mut long_name = dso.name.clone();
-        let short_name: Rc<str> = crate::machine::dsos::short_name(&long_name, dso.kind).into();
+        let short_name: DsoName = crate::machine::dsos::short_name(&long_name, dso.kind).into();
         let mut kernel = false;
         let loaded = match dso.kind {
             DsoKind::Kernel if self.config.uses_vmlinux() => {
                 kernel = true;
-                let given = self.config.vmlinux.as_deref().expect("matched").to_string_lossy().into_owned();
+                let given = self.config.vmlinux.as_deref().expect("matched").as_os_str().as_bytes();
                 // perf: an absolute path as it is, a relative one in the symfs.
-                let path = if given.starts_with('/') { PathBuf::from(&given) } else { self.search(self.symfs().as_deref()).join(&given) };
-                let bid = dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned());
+                let path = if given.starts_with(b"/") { name_path(given).to_path_buf() } else { self.search(self.symfs().as_deref()).join(given) };
+                let bid = dso.build_id.clone().or_else(|| self.build_ids.get(&*dso.name).cloned());
                 let rr = dso.ref_reloc.as_ref().map(|(n, a)| (&**n, *a));
                 match vmlinux::load(&path, bid.as_deref(), rr, self.config.demangle_kernel) {
                     Some(l) => {
@@ -553,7 +558,7 @@ impl Symbolizer {
                 kernel = true;
                 let mut l = Loaded::default();
                 if let (Some(k), Some(m)) = (self.kallsyms(dsos), map)
-                    && let Some(syms) = k.modules.get(&kallsyms::module_name(&long_name)) {
+                    && let Some(syms) = k.modules.get(&kallsyms::module_name(&String::from_utf8_lossy(&long_name))) {
                         l.syms.insert_all(
                             syms.iter()
                                 .map(|s| {
@@ -568,7 +573,7 @@ impl Symbolizer {
             }
             DsoKind::Anon | DsoKind::NoDso => {
                 if is_perf_pid_map_name(&long_name) {
-                    Loaded { syms: load::load_perf_map(Path::new(&*long_name)), ..Default::default() }
+                    Loaded { syms: load::load_perf_map(name_path(&long_name)), ..Default::default() }
                 } else {
                     Loaded::default()
                 }
@@ -576,13 +581,13 @@ impl Symbolizer {
             DsoKind::Ksymbol => {
                 kernel = true;
                 let mut l = Loaded::default();
-                l.syms.insert_all(vec![symtab::Sym::new(0, dso.ksym_len, elf::STB_GLOBAL, elf::STT_FUNC, (*long_name).into())]);
+                l.syms.insert_all(vec![symtab::Sym::new(0, dso.ksym_len, elf::STB_GLOBAL, elf::STT_FUNC, String::from_utf8_lossy(&long_name).into())]);
                 l
             }
             // Loaded by `load_file` above.
             DsoKind::Vdso | DsoKind::File | DsoKind::Pseudo => Loaded::default(),
         };
-        ShippedDso { loaded, a2l: None, kind: dso.kind, kernel, long_name: long_name.to_string(), short_name: short_name.to_string() }
+        ShippedDso { loaded, a2l: None, kind: dso.kind, kernel, long_name: long_name.as_ref().into(), short_name: short_name.as_ref().into() }
     }
 
     /// perf's choice of the kernel symbol file: `--kallsyms`, else (with no
@@ -631,7 +636,7 @@ impl Symbolizer {
     /// recording's: its long name (a `-k` vmlinux, once loaded) with
     /// `--show-kernel-path`, or when its offset is printed (`dsoff`, the
     /// name being a `[...]` one: perf's `prefer_dso_long_name`).
-    pub(crate) fn shown_kernel_name(&self, id: crate::machine::DsoId, offset_printed: bool) -> Option<&str> {
+    pub(crate) fn shown_kernel_name(&self, id: crate::machine::DsoId, offset_printed: bool) -> Option<&[u8]> {
         if !self.config.show_kernel_path && !offset_printed {
             return None;
         }
@@ -676,7 +681,7 @@ impl Symbolizer {
         }
         let is_32_bit = self.state(dsos, id).loaded.is_32_bit;
         let dso = dsos.get(id);
-        let bid = dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned());
+        let bid = dso.build_id.clone().or_else(|| self.build_ids.get(&*dso.name).cloned());
         let cached = bid.as_deref().and_then(|b| load::build_id_cache_file(&self.buildid_dir()?, b, dso.kind == DsoKind::Vdso));
         let symfs = self.symfs();
         let file = [cached, Some(self.search(symfs.as_deref()).join(&dso.name))].into_iter().flatten().find_map(|p| elf::open_regular(&p))?;
@@ -764,7 +769,7 @@ impl Symbolizer {
     /// The source line perf prints for `addr` (`map__fprintf_srcline`:
     /// `__get_srcline` with its fallback `dso[addr]`), or `None` when perf
     /// prints nothing.
-    pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Rc<str>> {
+    pub fn srcline(&mut self, dsos: &Dsos, map: &Map, addr: u64, _sym: Option<&Symbol>) -> Option<Srcline> {
         let full = self.config.full_source_path;
         let symfs = self.symfs();
         let flat = self.config.symfs_flat;
@@ -782,7 +787,7 @@ impl Symbolizer {
                     let generation = st.a2l.as_ref().map(|s| s.generation());
                     let r = a2l_first(st, &search, objdump).map(|rec| {
                         let (_, file, line) = perf_record(&rec);
-                        srcline_from_fileline(&file, line, full)
+                        srcline_from_fileline(&file, line, full).into()
                     });
                     if let (Some(g), Some(_)) = (generation, st.a2l.as_ref()) {
                         st.srclines.insert(objdump, (g, r.clone()));
@@ -796,8 +801,8 @@ impl Symbolizer {
             }
             st.a2l_failed();
         }
-        let short = st.short_name.clone();
-        Some(st.fallbacks.entry(objdump).or_insert_with(|| format!("{short}[{objdump:x}]").into()).clone())
+        let short = &st.short_name;
+        Some(st.fallbacks.entry(objdump).or_insert_with(|| [&short[..], format!("[{objdump:x}]").as_bytes()].concat().into()).clone())
     }
 
     /// perf's `get_srcline_split` (the `srccode` field): the file and line
@@ -838,18 +843,18 @@ fn srcline_dso_name(st: &DsoState, symfs: &Search<'_>) -> Option<PathBuf> {
 }
 
 /// The file addr2line runs on for a DSO whose symbols came from `symsrc`.
-fn a2l_path(symsrc: Option<&Path>, long_name: &str, symfs: &Search<'_>) -> Option<PathBuf> {
+fn a2l_path(symsrc: Option<&Path>, long_name: &[u8], symfs: &Search<'_>) -> Option<PathBuf> {
     if let Some(p) = symsrc {
         return Some(p.to_path_buf());
     }
-    if long_name.starts_with('[') || is_perf_pid_map_name(long_name) {
+    if long_name.starts_with(b"[") || is_perf_pid_map_name(long_name) {
         return None;
     }
     Some(symfs.join(long_name))
 }
 
 /// perf's `is_perf_pid_map_name` (see [`crate::machine::dsos::perf_pid_map_tid`]).
-fn is_perf_pid_map_name(n: &str) -> bool {
+fn is_perf_pid_map_name(n: &[u8]) -> bool {
     crate::machine::dsos::perf_pid_map_tid(n).is_some()
 }
 
@@ -946,8 +951,8 @@ mod tests {
         std::fs::write(&path, "ffffffff81000000 T _text\nffffffff81000100 T first\nffffffff81000200 t second\nffffffffc0000000 t modfn\t[mod]\n")
             .expect("kallsyms");
         let mut dsos = Dsos::default();
-        let host = dsos.findnew(KERNEL_DSO_NAME, DsoKind::Kernel);
-        let guest = dsos.findnew("[guest.kernel.kallsyms]", DsoKind::Kernel);
+        let host = dsos.findnew(KERNEL_DSO_NAME.as_bytes(), DsoKind::Kernel);
+        let guest = dsos.findnew(b"[guest.kernel.kallsyms]", DsoKind::Kernel);
         let mut s = Symbolizer::new(SymbolConfig { kallsyms: Some(path), ..SymbolConfig::perf() });
         let names = |d: &mut ShippedDso| {
             [0xffff_ffff_8100_0150u64, 0xffff_ffff_8100_0250].map(|ip| d.loaded.syms.find(ip).map(|s| s.start))
@@ -963,10 +968,10 @@ mod tests {
 
     #[test]
     fn perf_map_names() {
-        assert!(is_perf_pid_map_name("/tmp/perf-123.map"));
-        assert!(!is_perf_pid_map_name("/tmp/perf-.map"));
+        assert!(is_perf_pid_map_name(b"/tmp/perf-123.map"));
+        assert!(!is_perf_pid_map_name(b"/tmp/perf-.map"));
         // sscanf("/tmp/perf-%d.map") checks nothing after the number.
-        assert!(is_perf_pid_map_name("/tmp/perf-12x.map"));
-        assert!(!is_perf_pid_map_name("/usr/lib/libc.so.6"));
+        assert!(is_perf_pid_map_name(b"/tmp/perf-12x.map"));
+        assert!(!is_perf_pid_map_name(b"/usr/lib/libc.so.6"));
     }
 }

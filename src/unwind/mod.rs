@@ -81,10 +81,10 @@ pub trait Process {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Met {
     /// No object file (its DSO's name): a frame there ends the unwind.
-    NoObject(Rc<str>),
+    NoObject(Rc<[u8]>),
     /// An object without `.eh_frame` and `.debug_frame`: libdw falls back
     /// to the frame pointer there.
-    NoCfi(Rc<str>),
+    NoCfi(Rc<[u8]>),
 }
 
 impl Met {
@@ -103,7 +103,7 @@ pub struct MapRef {
     pub start: u64,
     pub pgoff: u64,
     /// The DSO's long name (libdw tells modules apart by the short name).
-    pub name: Rc<str>,
+    pub name: Rc<[u8]>,
     /// The map's file as libdw would open it (perf reports the DSO's path
     /// under the symfs, else its build-id cache file); `None` when there
     /// is none (`[vdso]` outside the build-id cache, `[stack]`, anonymous

@@ -49,7 +49,7 @@ use crate::fasthash::FastMap;
 #[derive(Debug, Clone)]
 pub(crate) struct Module {
     /// The DSO's long name (libdw compares the short names).
-    name: Rc<str>,
+    name: Rc<[u8]>,
     pub start: u64,
     pub end: u64,
     pub bias: u64,
@@ -91,8 +91,8 @@ pub struct ModuleSpace {
 const MAX_MEMO: usize = 1 << 16;
 
 /// perf's `dso__short_name` of a long name.
-fn short_name(long: &str) -> &str {
-    long.rsplit('/').next().unwrap_or(long)
+fn short_name(long: &[u8]) -> &[u8] {
+    long.rsplit(|&b| b == b'/').next().unwrap_or(long)
 }
 
 impl ModuleSpace {
@@ -170,7 +170,7 @@ impl ModuleSpace {
 
     /// `dwfl_report_elf`: the module reported, or `None` (no range, or an
     /// existing module of that name and range: "overlap").
-    fn report_elf(&mut self, name: &Rc<str>, object: &Rc<Object>, base: u64) -> Option<u32> {
+    fn report_elf(&mut self, name: &Rc<[u8]>, object: &Rc<Object>, base: u64) -> Option<u32> {
         let (start, end, bias) = object.module_range(base)?;
         // dwfl_report_module: the place after the last live module before
         // a match (or in the whole list), where the module goes.
@@ -328,7 +328,7 @@ mod tests {
     }
 
     fn map(start: u64, pgoff: u64, object: &Rc<Object>) -> MapRef {
-        MapRef { start, pgoff, name: "/bin/prog".into(), object: Some(object.clone()), jitted: false }
+        MapRef { start, pgoff, name: "/bin/prog".as_bytes().into(), object: Some(object.clone()), jitted: false }
     }
 
     fn at(space: &mut ModuleSpace, addr: u64) -> Option<u64> {
@@ -395,13 +395,13 @@ mod tests {
         assert_eq!(space.report(&p, 0x2800), Ok(()));
         // A new epoch with a map without a file: the frame fails, and the
         // map met is told again when the answer is remembered.
-        let anon = MapRef { start: 0x2000, pgoff: 0, name: "//anon".into(), object: None, jitted: false };
+        let anon = MapRef { start: 0x2000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
         *p.map.borrow_mut() = Some(anon.clone());
         p.epoch.set(2);
         assert_eq!(space.report(&p, 0x2800), Err(()));
         assert_eq!(space.memo.len(), 1);
         assert_eq!(space.report(&p, 0x2800), Err(()));
-        assert_eq!(*p.met.borrow(), [Met::NoObject("//anon".into()), Met::NoObject("//anon".into())]);
+        assert_eq!(*p.met.borrow(), [Met::NoObject("//anon".as_bytes().into()), Met::NoObject("//anon".as_bytes().into())]);
         // The file's map: reported (the module list changed, so nothing is
         // remembered from that report), then remembered.
         *p.map.borrow_mut() = Some(map(0x2000, 0x1000, &obj));
@@ -417,7 +417,7 @@ mod tests {
         p.epoch.set(4);
         assert_eq!(space.report(&p, 0x2800), Err(()));
         // (The test object has no CFI: each report of its map met that.)
-        let (anon, no_cfi) = (Met::NoObject("//anon".into()), Met::NoCfi("/bin/prog".into()));
+        let (anon, no_cfi) = (Met::NoObject("//anon".as_bytes().into()), Met::NoCfi("/bin/prog".as_bytes().into()));
         assert_eq!(*p.met.borrow(), [anon.clone(), anon.clone(), no_cfi.clone(), no_cfi.clone(), no_cfi, anon]);
     }
 

@@ -79,7 +79,7 @@ const SP: u64 = 0x7ffc_0000_1000;
 
 /// The text map of `obj` at BASE (its file offset 0x1000 at BASE+0x1000).
 fn text_map(obj: &Rc<Object>) -> (u64, MapRef) {
-    (BASE + 0x10000, MapRef { start: BASE + 0x1000, pgoff: 0x1000, name: "/bin/test".into(), object: Some(obj.clone()), jitted: false })
+    (BASE + 0x10000, MapRef { start: BASE + 0x1000, pgoff: 0x1000, name: "/bin/test".as_bytes().into(), object: Some(obj.clone()), jitted: false })
 }
 
 /// Four functions: f1 (leaf, CFA rsp+8), f2 (CFA rsp+32 after 4 bytes),
@@ -194,7 +194,7 @@ fn nothing_to_unwind() {
 fn a_sample_in_an_unloadable_map_has_no_user_frames() {
     // Like a sample in [vdso] when perf has no copy of it.
     let p = Fake {
-        maps: vec![(0x7fff_0000_2000, MapRef { start: 0x7fff_0000_0000, pgoff: 0, name: "//anon".into(), object: None, jitted: false })],
+        maps: vec![(0x7fff_0000_2000, MapRef { start: 0x7fff_0000_0000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false })],
         ..Default::default()
     };
     let u = run(&p, &mut ModuleSpace::default(), &regs(0x7fff_0000_0100, SP, 0), &chain_stack(), 127);
@@ -222,7 +222,7 @@ fn a_frame_in_an_unloadable_map_is_not_printed() {
     // f2 returns into anonymous memory (a map without a file): perf ends
     // the unwind there, without that frame.
     let obj = object(&chain_cfi(), None);
-    let anon = (0x7000_0000_1000, MapRef { start: 0x7000_0000_0000, pgoff: 0, name: "//anon".into(), object: None, jitted: false });
+    let anon = (0x7000_0000_1000, MapRef { start: 0x7000_0000_0000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false });
     let p = Fake { maps: vec![text_map(&obj), anon], ..Default::default() };
     let mut stack = chain_stack();
     stack[32..40].copy_from_slice(&(0x7000_0000_0010u64).to_le_bytes());
@@ -378,7 +378,7 @@ fn random_stacks_through_real_libc_never_panic() {
     let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
     let libc = Rc::new(Object::from_elf(next_id(), &elf, None).expect("libc object"));
     let p = Fake {
-        maps: vec![(BASE + 0x17c000, MapRef { start: BASE + 0x26000, pgoff: 0x26000, name: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(), object: Some(libc), jitted: false })],
+        maps: vec![(BASE + 0x17c000, MapRef { start: BASE + 0x26000, pgoff: 0x26000, name: "/usr/lib/x86_64-linux-gnu/libc.so.6".as_bytes().into(), object: Some(libc), jitted: false })],
         ..Default::default()
     };
     let mut rng = crate::testing::rng(0x1bad_b002);

@@ -274,9 +274,11 @@ impl UserUnwinder {
     }
 }
 
-fn remember(names: &mut BTreeSet<String>, name: &str) {
+/// Keeps a DSO's name for pstitch's own summary on stderr (a message,
+/// written as text: a name that is not UTF-8 shows with U+FFFD there).
+fn remember(names: &mut BTreeSet<String>, name: &[u8]) {
     if names.len() < MAX_NAMES {
-        names.insert(name.to_string());
+        names.insert(String::from_utf8_lossy(name).into_owned());
     }
 }
 
@@ -302,8 +304,8 @@ struct View<'a> {
     /// The machine's epoch: the maps are the same as long as it is.
     epoch: u64,
     /// The last DSO met without an object file, and without CFI.
-    no_object: RefCell<Option<Rc<str>>>,
-    no_cfi: RefCell<Option<Rc<str>>>,
+    no_object: RefCell<Option<Rc<[u8]>>>,
+    no_cfi: RefCell<Option<Rc<[u8]>>>,
 }
 
 impl Process for View<'_> {
@@ -311,7 +313,7 @@ impl Process for View<'_> {
         let map = self.maps.find(addr)?;
         let dso = self.dsos.get(map.dso);
         let object = self.files.borrow_mut().object(map.dso, self.dsos);
-        Some(MapRef { start: map.start, pgoff: map.pgoff, name: dso.name.clone(), object, jitted: dso.name.starts_with("/tmp/jitted-") })
+        Some(MapRef { start: map.start, pgoff: map.pgoff, name: dso.name.clone(), object, jitted: dso.name.starts_with(b"/tmp/jitted-") })
     }
 
     fn epoch(&self) -> u64 {
@@ -357,7 +359,7 @@ impl Files {
 
     fn build_id(&self, id: DsoId, dsos: &Dsos) -> Option<Vec<u8>> {
         let dso = dsos.get(id);
-        dso.build_id.clone().or_else(|| self.build_ids.get(dso.name.as_bytes()).cloned())
+        dso.build_id.clone().or_else(|| self.build_ids.get(&*dso.name).cloned())
     }
 
     /// `__report_module`'s file: `<symfs>/<long name>`, else the DSO's

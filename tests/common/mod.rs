@@ -111,14 +111,16 @@ pub fn printed_samples(text: &str) -> Vec<(i64, String, Vec<u64>)> {
 
 /// The pstitch binary run on a golden case's recording as the golden
 /// harness runs it (the case's symfs and kallsyms, no build-id cache),
-/// with `args` (whitespace-separated) after. (Not in the fuzz targets,
-/// which share this module but are not built with the binary.)
+/// with `args` (whitespace-separated bytes: a word need not be UTF-8) after.
+/// (Not in the fuzz targets, which share this module but are not built
+/// with the binary.)
 #[cfg(not(fuzzing))]
-pub fn script_in_case(case: &std::path::Path, args: &str) -> std::io::Result<std::process::Output> {
+pub fn script_in_case(case: &std::path::Path, args: &[u8]) -> std::io::Result<std::process::Output> {
+    use std::os::unix::ffi::OsStrExt;
     std::process::Command::new(env!("CARGO_BIN_EXE_pstitch"))
         .current_dir(case)
         .env("PERF_BUILDID_DIR", "/nonexistent")
         .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
-        .args(args.split_whitespace())
+        .args(args.split(u8::is_ascii_whitespace).filter(|a| !a.is_empty()).map(std::ffi::OsStr::from_bytes))
         .output()
 }
