@@ -5,6 +5,43 @@
 //! from `find_abstract_instance`), `lookup_address_in_function_table` (the
 //! smallest range containing the address) and the mutable "is this a
 //! linkage name" state that `addr2line` keeps between queries.
+//!
+//! ## Units from a cache ([`super::cache`])
+//!
+//! Reading a unit's header and decoding a unit are functions of the
+//! section bytes alone. What a decode does to *other* lookups is small: the
+//! unit's ranges grow by its line sequences and its function span (both go
+//! into the range index), and its scan reads and decodes the units its
+//! references name (`Trail`: `parsed`, `deps`). Its own tables (rows,
+//! functions, variables) matter only to a lookup that lands in the unit.
+//! So a unit decoded from a summary gets exactly those effects, in the
+//! same order as a decode ([`Dwarf::replay_summary`], like the ahead
+//! decoder's `replay`), and its tables are built at first need
+//! ([`Dwarf::tables_of`], [`Dwarf::lines_of`]). The answers are the same
+//! because:
+//!
+//! - the tables built later are the tables built then: the same bytes, and
+//!   the units the scan refers to were read and decoded by the replay
+//!   (their line tables are built for a `DW_AT_decl_file` if needed), so
+//!   the scan reads and decodes nothing else;
+//! - the state lookups change (a function's `is_linkage` and the name that
+//!   sticks) lives in the tables and is changed only by lookups that
+//!   landed in the unit, which built the tables first;
+//! - building tables changes no answer, so `generation` is bumped by the
+//!   replay (as by a decode), not by the building; abstract-instance memos
+//!   repeat what reading the DIEs does (`abstract_instances_repeat_as_read`),
+//!   whoever made them; built line tables are packed by `settle` like
+//!   freshly decoded ones;
+//! - a lookup that would have looked into a unit's tables without finding
+//!   anything asks the summary first: no function range outside the span,
+//!   no row outside the sequences (`may_hold`), no variable where the unit
+//!   has none.
+//!
+//! Only order-independent outcomes are summarized: a unit whose line
+//! program fails fails alike in any order; a scan that fails (where the
+//! outcome can depend on which unit was being decoded at the time) spoils
+//! the reading for the cache, and nothing is stored. Summaries of units
+//! decoded ahead on the decoder thread are taken from its `Ready`.
 
 use std::sync::Arc;
 

@@ -6,6 +6,12 @@
 //! resolved the name of a function that has no linkage name, that name
 //! sticks (see [`Session::query`]). One session per DSO, like perf's one
 //! process per DSO.
+//!
+//! A session of an object with a build-id starts from what earlier runs
+//! found out about its DWARF ([`cache`]; the argument that the answers
+//! stay the same is in [`dwarf`]'s module doc) and writes what it learns
+//! back when the run pauses or ends ([`Session::save_now`]), or as soon
+//! as binutils' walk over the units reaches the last one.
 
 pub mod abbrev;
 pub mod ahead;
