@@ -452,6 +452,8 @@ pub struct Learn {
     decodes: FastMap<u32, Decode>,
     /// No unit after the last one read.
     ended: bool,
+    /// `ended` became true since [`Dwarf::take_reached_end`].
+    end_news: bool,
     /// A decode whose effects may depend on the order (a unit that failed
     /// in its scan or its references): nothing is stored.
     spoiled: bool,
@@ -460,9 +462,9 @@ pub struct Learn {
 }
 
 impl Dwarf {
-    /// This reading found the last unit.
-    pub fn reached_end(&self) -> bool {
-        self.learn.as_ref().is_some_and(|l| l.ended) || self.summary.as_ref().is_some_and(|s| s.ended)
+    /// This reading found the last unit since the last call.
+    pub fn take_reached_end(&mut self) -> bool {
+        self.learn.as_mut().is_some_and(|l| std::mem::take(&mut l.end_news))
     }
 }
 
@@ -785,6 +787,7 @@ impl Dwarf {
             && let Some(l) = self.learn.as_mut()
         {
             l.ended = true;
+            l.end_news = true;
             l.news += 1;
         }
         read

@@ -131,8 +131,9 @@ impl Session {
     fn save(&mut self, at_end: bool) {
         let (Some(store), Some(d)) = (self.store.as_mut(), self.dwarf.as_mut()) else { return };
         store.pending += d.take_news();
-        // Once binutils found the last unit, nothing much is left to learn.
-        if store.pending == 0 || !(at_end || d.reached_end() || store.pending >= WRITE_AFTER.max(store.written)) {
+        // Once binutils found the last unit, little is left to learn.
+        let reached_end = d.take_reached_end();
+        if store.pending == 0 || !(at_end || reached_end || store.pending >= WRITE_AFTER.max(store.written)) {
             return;
         }
         let Some(summary) = d.to_store() else { return };
