@@ -1105,27 +1105,34 @@ impl Dwarf {
         if u.first_child.is_none() {
             return true;
         }
-        // The units it decodes name it in their own trails only.
-        if let Some(r) = self.recording.as_mut() {
-            r.push(Trail { unit: ui as u32, ..Default::default() });
-        }
-        let mut ok = true;
-        while ok && self.units.len() < d.parsed as usize {
-            ok = self.parse_next().is_some();
-        }
-        for &dep in &d.deps {
-            ok = ok && (dep as usize) < self.units.len() && self.maybe_decode(dep as usize);
-        }
-        if let Some(r) = self.recording.as_mut() {
-            r.pop();
-        }
-        if !ok {
+        if !self.replay_references(ui, d.parsed, &d.deps) {
             self.spoil();
             return self.fail(ui);
         }
         self.units[ui].func_span = d.func_span;
         self.index.add(ui, d.func_span.into_iter());
         true
+    }
+
+    /// What a replayed decode of unit `ui` did through its references:
+    /// the first `parsed` units read, `deps` decoded in order; false if
+    /// one of them fails now.
+    fn replay_references(&mut self, ui: usize, parsed: u32, deps: &[u32]) -> bool {
+        // The units it decodes name it in their own trails only.
+        if let Some(r) = self.recording.as_mut() {
+            r.push(Trail { unit: ui as u32, ..Default::default() });
+        }
+        let mut ok = true;
+        while ok && self.units.len() < parsed as usize {
+            ok = self.parse_next().is_some();
+        }
+        for &d in deps {
+            ok = ok && (d as usize) < self.units.len() && self.maybe_decode(d as usize);
+        }
+        if let Some(r) = self.recording.as_mut() {
+            r.pop();
+        }
+        ok
     }
 
     /// The line table of unit `ui` (built now for a unit decoded from a
@@ -1209,21 +1216,7 @@ impl Dwarf {
         if !scans {
             return true;
         }
-        // The units it decodes name it in their own trails only.
-        if let Some(r) = self.recording.as_mut() {
-            r.push(Trail { unit: ui as u32, ..Default::default() });
-        }
-        let mut ok = true;
-        while ok && self.units.len() < trail.parsed as usize {
-            ok = self.parse_next().is_some();
-        }
-        for d in trail.deps {
-            ok = ok && (d as usize) < self.units.len() && self.maybe_decode(d as usize);
-        }
-        if let Some(r) = self.recording.as_mut() {
-            r.pop();
-        }
-        if !ok {
+        if !self.replay_references(ui, trail.parsed, &trail.deps) {
             self.spoil();
             return self.fail(ui);
         }
