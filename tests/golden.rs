@@ -192,6 +192,8 @@ fn run_with(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, 
     }
     // Local times (captured on, the tod field) in UTC, as make-golden.sh has them.
     cmd.env("TZ", "UTC");
+    // Never the user's addr2line cache (tests/a2l_cache.rs tests it).
+    cmd.env("PSTITCH_CACHE", "off");
     let output = cmd
         .current_dir(case)
         .env("PERF_BUILDID_DIR", "/nonexistent")

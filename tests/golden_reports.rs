@@ -69,6 +69,8 @@ fn scratch(tag: &str) -> PathBuf {
 /// Runs pstitch for a variant; `(stdout, the file it wrote)`.
 fn run_pstitch(case: &Path, s: &Spec, threads: Option<&str>) -> Result<(Vec<u8>, Option<Vec<u8>>), String> {
     let mut cmd = Command::new(binary());
+    // Never the user's addr2line cache.
+    cmd.env("PSTITCH_CACHE", "off");
     match threads {
         Some(t) => cmd.env("PSTITCH_THREADS", t),
         None => cmd.env_remove("PSTITCH_THREADS"),

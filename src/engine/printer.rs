@@ -79,6 +79,11 @@ pub trait Format: 'static {
     /// Moves the names numbered since the last batch to `out`
     /// ([`super::kept::KeptIndex::take_names`]).
     fn take_names(&mut self, out: &mut Vec<u8>);
+
+    /// The reading side asked for everything printed so far (at pauses of
+    /// the input and at its end): a moment to keep what later runs can
+    /// use (a process that exits may not drop the formatter).
+    fn flushed(&mut self) {}
 }
 
 /// The loader: the program's slow loads (symbol tables), on a thread of
@@ -702,7 +707,10 @@ impl<F: Format, L: Load<Loaded = F::Loaded>> Printer<F, L> {
                 let answer = if sent { rx.recv().ok() } else { None };
                 answer.unwrap_or_else(|| Err(std::io::Error::other("the printer thread stopped")))
             }
-            Mode::Inline(i) => i.copy.flush(&self.failed),
+            Mode::Inline(i) => {
+                i.format.format.flushed();
+                i.copy.flush(&self.failed)
+            }
         }
     }
 }
@@ -801,6 +809,7 @@ fn format_loop<F: Format>(mut side: FormatSide<F>, ends: Ends<F::Map, F::Other, 
                 let _ = to_copier.send(Msg::Batch(batch));
             }
             Msg::Flush(reply) => {
+                side.format.flushed();
                 cpu.store(thread_cpu().as_nanos() as u64, Ordering::Relaxed);
                 if let Err(std::sync::mpsc::SendError(Msg::Flush(reply))) = to_copier.send(Msg::Flush(reply)) {
                     let _ = reply.send(Err(std::io::Error::other("the printer thread stopped")));

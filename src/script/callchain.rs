@@ -564,6 +564,10 @@ impl Format for FrameFormatter {
         self.symbolizer.install(dso, shipped);
     }
 
+    fn flushed(&mut self) {
+        self.symbolizer.save_caches();
+    }
+
     fn take_names(&mut self, out: &mut Vec<u8>) {
         self.kept.take_names(out);
     }

@@ -480,6 +480,7 @@ impl Script {
 
     /// Writes out everything printed so far.
     pub fn flush(&mut self) -> std::io::Result<()> {
+        self.symbolizer.save_caches();
         self.out.flush(&mut self.buf)
     }
 

@@ -188,6 +188,7 @@ pub struct Reloc {
 }
 
 /// A parsed ELF file.
+#[derive(Clone)]
 pub struct Elf {
     bytes: Arc<FileBytes>,
     pub is_64: bool,

@@ -200,7 +200,7 @@ impl StartedA2l {
     fn start(path: &Path) -> StartedA2l {
         let elf = elf::Elf::open(path);
         let has_debug_line = elf.as_ref().is_some_and(|e| e.section_by_name(".debug_line").is_some());
-        let (session, decoder) = match elf.filter(|_| has_debug_line).map(a2l::Session::with_decoder) {
+        let (session, decoder) = match elf.filter(|_| has_debug_line).map(|e| a2l::Session::with_decoder(e, a2l::cache::Dir::from_env().as_ref())) {
             Some((s, d)) => (Some(s), d),
             None => (None, None),
         };
@@ -336,6 +336,16 @@ impl Symbolizer {
             st.loaded.syms.release_pages();
             if let Some(s) = &st.a2l {
                 s.release_pages();
+            }
+        }
+    }
+
+    /// Writes what the addr2line sessions learned to their caches (see
+    /// `a2l::cache`): called where the run pauses or ends.
+    pub(crate) fn save_caches(&mut self) {
+        for st in self.dsos.iter_mut().flatten() {
+            if let Some(s) = &mut st.a2l {
+                s.save_now();
             }
         }
     }

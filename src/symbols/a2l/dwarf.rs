@@ -5,18 +5,56 @@
 //! from `find_abstract_instance`), `lookup_address_in_function_table` (the
 //! smallest range containing the address) and the mutable "is this a
 //! linkage name" state that `addr2line` keeps between queries.
+//!
+//! ## Units from a cache ([`super::cache`])
+//!
+//! Reading a unit's header and decoding a unit are functions of the
+//! section bytes alone. What a decode does to *other* lookups is small: the
+//! unit's ranges grow by its line sequences and its function span (both go
+//! into the range index), and its scan reads and decodes the units its
+//! references name (`Trail`: `parsed`, `deps`). Its own tables (rows,
+//! functions, variables) matter only to a lookup that lands in the unit.
+//! So a unit decoded from a summary gets exactly those effects, in the
+//! same order as a decode ([`Dwarf::replay_summary`], like the ahead
+//! decoder's `replay`), and its tables are built at first need
+//! ([`Dwarf::tables_of`], [`Dwarf::lines_of`]). The answers are the same
+//! because:
+//!
+//! - the tables built later are the tables built then: the same bytes, and
+//!   the units the scan refers to were read and decoded by the replay
+//!   (their line tables are built for a `DW_AT_decl_file` if needed), so
+//!   the scan reads and decodes nothing else;
+//! - the state lookups change (a function's `is_linkage` and the name that
+//!   sticks) lives in the tables and is changed only by lookups that
+//!   landed in the unit, which built the tables first;
+//! - building tables changes no answer, so `generation` is bumped by the
+//!   replay (as by a decode), not by the building; abstract-instance memos
+//!   repeat what reading the DIEs does (`abstract_instances_repeat_as_read`),
+//!   whoever made them; built line tables are packed by `settle` like
+//!   freshly decoded ones;
+//! - a lookup that would have looked into a unit's tables without finding
+//!   anything asks the summary first: no function range outside the span,
+//!   no row outside the sequences (`may_hold`), no variable where the unit
+//!   has none.
+//!
+//! Only order-independent outcomes are summarized: a unit whose line
+//! program fails fails alike in any order; a scan that fails (where the
+//! outcome can depend on which unit was being decoded at the time) spoils
+//! the reading for the cache, and nothing is stored. Summaries of units
+//! decoded ahead on the decoder thread are taken from its `Ready`.
 
 use std::sync::Arc;
 
 use gimli::{AttributeValue, DebugInfo, EndianSlice, RunTimeEndian};
 
 use super::abbrev;
+use super::cache::{Decode, DecodeSummary, Summary, UnitHeader};
 use crate::engine::board::Board;
 use super::lines::{LineHit, LineTable, NameMemo, Rows, StrSections};
 use super::ranges::RangeIndex;
 use super::reader::Reader;
 use crate::fasthash::FastMap;
-use crate::symbols::elf::SectionBytes;
+use crate::symbols::elf::{Elf, SectionBytes};
 
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
 /// A DIE's attributes as (name, raw value).
@@ -61,6 +99,52 @@ pub struct Sections {
     /// read when the section is missing).
     pub has_ranges: bool,
     pub has_rnglists: bool,
+}
+
+/// The debug sections read, in the order of [`Sections::file_sizes`].
+const SECTION_NAMES: [&str; 9] =
+    [".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_addr", ".debug_str_offsets"];
+
+impl Sections {
+    /// A section addr2line reads: its header, unless it has no bytes.
+    fn header<'e>(elf: &'e Elf, name: &str) -> Option<&'e crate::symbols::elf::Section> {
+        let (_, s) = elf.section_by_name(name)?;
+        (s.sh_type != crate::symbols::elf::SHT_NOBITS).then_some(s)
+    }
+
+    /// The file has DWARF to read (without inflating anything).
+    pub fn present(elf: &Elf) -> bool {
+        Sections::header(elf, ".debug_info").is_some()
+    }
+
+    /// The size in the file of each debug section (`u64::MAX`: none), for
+    /// the cache's key.
+    pub fn file_sizes(elf: &Elf) -> Vec<u64> {
+        SECTION_NAMES.iter().map(|n| Sections::header(elf, n).map(|s| s.sh_size).unwrap_or(u64::MAX)).collect()
+    }
+
+    /// The sections of `elf`, inflated where compressed; `None` without a
+    /// readable `.debug_info`.
+    pub fn load(elf: &Elf) -> Option<Sections> {
+        let get = |name: &str| -> Option<SectionBytes> { elf.section_bytes(Sections::header(elf, name)?) };
+        let info = get(".debug_info")?;
+        let empty = SectionBytes::empty();
+        let ranges = get(".debug_ranges");
+        let rnglists = get(".debug_rnglists");
+        Some(Sections {
+            info,
+            abbrev: get(".debug_abbrev").unwrap_or_else(|| empty.clone()),
+            line: get(".debug_line").unwrap_or_else(|| empty.clone()),
+            str: get(".debug_str").unwrap_or_else(|| empty.clone()),
+            line_str: get(".debug_line_str").unwrap_or_else(|| empty.clone()),
+            has_ranges: ranges.is_some(),
+            has_rnglists: rnglists.is_some(),
+            ranges: ranges.unwrap_or_else(|| empty.clone()),
+            rnglists: rnglists.unwrap_or_else(|| empty.clone()),
+            addr: get(".debug_addr").unwrap_or_else(|| empty.clone()),
+            str_offsets: get(".debug_str_offsets").unwrap_or(empty),
+        })
+    }
 }
 
 /// binutils' address range list (`struct arange`): the first range, then
@@ -109,6 +193,11 @@ impl Aranges {
 
     pub fn first_low(&self) -> u64 {
         self.first.map(|a| a.0).unwrap_or(0)
+    }
+
+    /// The list as [`Aranges::iter`] gave it.
+    fn from_list(list: &[(u64, u64)]) -> Aranges {
+        Aranges { first: list.first().copied(), more: list.get(1..).unwrap_or_default().to_vec() }
     }
 }
 
@@ -233,9 +322,67 @@ pub struct Unit {
     pub decoded: Option<Box<Decoded>>,
     /// Lowest and highest address of the function ranges, once scanned.
     pub func_span: Option<(u64, u64)>,
+    /// Decoded from a cache summary: the tables are built when first
+    /// needed (`decoded`: the line table only, or nothing yet).
+    lazy: Option<Box<Lazy>>,
+}
+
+/// What a lookup asks of a unit decoded from a summary before its tables
+/// are built.
+struct Lazy {
+    /// Where a line lookup can find a row ([`super::lines::LineTable::may_hold`]).
+    may_hold: Vec<(u64, u64)>,
+    has_vars: bool,
 }
 
 impl Unit {
+    fn header(&self) -> UnitHeader {
+        UnitHeader {
+            offset: self.offset as u64,
+            end: self.end as u64,
+            version: self.version,
+            addr_size: self.addr_size,
+            offset_size: self.offset_size,
+            abbrev_offset: self.abbrev_offset,
+            lang: self.lang,
+            comp_dir: self.comp_dir.clone(),
+            stmt_list: self.stmt_list,
+            base_address: self.base_address,
+            addr_base: self.addr_base,
+            str_offsets_base: self.str_offsets_base,
+            aranges: self.aranges.iter().copied().collect(),
+            first_child: self.first_child.map(|c| c as u64),
+        }
+    }
+
+    /// A unit as read before; `None` if it does not fit this machine.
+    fn from_header(h: &UnitHeader) -> Option<Unit> {
+        Some(Unit {
+            offset: usize::try_from(h.offset).ok()?,
+            end: usize::try_from(h.end).ok()?,
+            version: h.version,
+            addr_size: h.addr_size,
+            offset_size: h.offset_size,
+            abbrev_offset: h.abbrev_offset,
+            lang: h.lang,
+            comp_dir: h.comp_dir.clone(),
+            stmt_list: h.stmt_list,
+            base_address: h.base_address,
+            addr_base: h.addr_base,
+            str_offsets_base: h.str_offsets_base,
+            aranges: Aranges::from_list(&h.aranges),
+            first_child: match h.first_child {
+                Some(c) => Some(usize::try_from(c).ok()?),
+                None => None,
+            },
+            error: false,
+            lines_ready: false,
+            decoded: None,
+            func_span: None,
+            lazy: None,
+        })
+    }
+
     fn encoding(&self) -> gimli::Encoding {
         gimli::Encoding {
             format: if self.offset_size == 8 { gimli::Format::Dwarf64 } else { gimli::Format::Dwarf32 },
@@ -286,6 +433,39 @@ pub struct Dwarf {
     abstract_cut: bool,
     /// Calls answered from `abstract_memo` (`None`: none are, for tests).
     abstract_hits: Option<u64>,
+    /// The file to read the sections from when first needed (`s` is
+    /// empty until then).
+    loader: Option<Elf>,
+    /// What a cache says of the units (see [`super::cache`]).
+    summary: Option<Arc<Summary>>,
+    /// What this reading found out beyond `summary`, to store.
+    learn: Option<Learn>,
+    /// Decodes finished while recording go to `finished` (a decoder).
+    hand_over: bool,
+}
+
+/// What a reading found out for the cache.
+#[derive(Default)]
+pub struct Learn {
+    /// Units read past those of the summary.
+    headers: Vec<UnitHeader>,
+    decodes: FastMap<u32, Decode>,
+    /// No unit after the last one read.
+    ended: bool,
+    /// `ended` became true since [`Dwarf::take_reached_end`].
+    end_news: bool,
+    /// A decode whose effects may depend on the order (a unit that failed
+    /// in its scan or its references): nothing is stored.
+    spoiled: bool,
+    /// Things learned since [`Dwarf::take_news`].
+    news: usize,
+}
+
+impl Dwarf {
+    /// This reading found the last unit since the last call.
+    pub fn take_reached_end(&mut self) -> bool {
+        self.learn.as_mut().is_some_and(|l| std::mem::take(&mut l.end_news))
+    }
 }
 
 /// binutils' `mangle_style(lang) == 0`: a plain `DW_AT_name` is as good as
@@ -384,6 +564,80 @@ impl Dwarf {
             abstract_trail: Vec::new(),
             abstract_cut: false,
             abstract_hits: Some(0),
+            loader: None,
+            summary: None,
+            learn: None,
+            hand_over: false,
+        }
+    }
+
+    /// A reading of `elf`'s DWARF that takes units from `summary` and
+    /// inflates the sections only when bytes are needed.
+    pub fn lazy(elf: Elf, summary: Arc<Summary>) -> Dwarf {
+        let le = elf.little_endian;
+        let mut d = Dwarf::new(Sections::default(), le);
+        d.loader = Some(elf);
+        d.summary = Some(summary);
+        d
+    }
+
+    /// Another reading of the same file from the start, for a decoder.
+    pub fn twin(&self) -> Dwarf {
+        let mut d = Dwarf::new(self.s.clone(), self.le);
+        d.loader = self.loader.clone();
+        d.summary = self.summary.clone();
+        d
+    }
+
+    /// The sections, read now if they were not.
+    fn load_sections(&mut self) {
+        if let Some(elf) = self.loader.take() {
+            self.s = Sections::load(&elf).unwrap_or_default();
+        }
+    }
+
+    /// Notes what is found out, for [`Dwarf::to_store`].
+    pub fn learn(&mut self) {
+        self.learn = Some(Learn::default());
+        if self.recording.is_none() {
+            self.recording = Some(Vec::new());
+        }
+    }
+
+    /// Things learned since the last call (0 if nothing can be stored).
+    pub fn take_news(&mut self) -> usize {
+        match self.learn.as_mut() {
+            Some(l) if !l.spoiled => std::mem::take(&mut l.news),
+            _ => 0,
+        }
+    }
+
+    /// The summary a cache should hold now: the one read, and what this
+    /// reading found out; `None` if it must not be stored.
+    pub fn to_store(&self) -> Option<Summary> {
+        let l = self.learn.as_ref().filter(|l| !l.spoiled)?;
+        let mut s = self.summary.as_deref().cloned().unwrap_or_default();
+        s.units.extend(l.headers.iter().cloned());
+        s.decodes.resize(s.units.len(), None);
+        for (&ui, d) in &l.decodes {
+            if let Some(slot) = s.decodes.get_mut(ui as usize) {
+                *slot = Some(d.clone());
+            }
+        }
+        s.ended |= l.ended;
+        Some(s)
+    }
+
+    fn learned(&mut self, ui: usize, d: Decode) {
+        if let Some(l) = self.learn.as_mut() {
+            l.decodes.insert(ui as u32, d);
+            l.news += 1;
+        }
+    }
+
+    fn spoil(&mut self) {
+        if let Some(l) = self.learn.as_mut() {
+            l.spoiled = true;
         }
     }
 
@@ -517,6 +771,39 @@ impl Dwarf {
     fn parse_unit(&mut self) -> Option<usize> {
         let off = self.next_unit?;
         self.next_unit = None;
+        let n = self.units.len();
+        if let Some(s) = &self.summary {
+            if let Some(h) = s.units.get(n) {
+                let unit = Unit::from_header(h).filter(|u| u.offset == off)?;
+                return Some(self.push_unit(unit));
+            }
+            if s.ended {
+                return None;
+            }
+        }
+        self.load_sections();
+        let read = self.read_unit(off);
+        if read.is_none()
+            && let Some(l) = self.learn.as_mut()
+        {
+            l.ended = true;
+            l.end_news = true;
+            l.news += 1;
+        }
+        read
+    }
+
+    /// Adds a unit read.
+    fn push_unit(&mut self, unit: Unit) -> usize {
+        self.index.add(self.units.len(), unit.aranges.iter().copied());
+        self.next_unit = Some(unit.end);
+        self.units.push(unit);
+        self.generation += 1;
+        self.units.len() - 1
+    }
+
+    /// [`Dwarf::parse_unit`] from the bytes.
+    fn read_unit(&mut self, off: usize) -> Option<usize> {
         let endian = self.endian();
         let info_data = self.s.info.clone();
         let abbrev_data = self.s.abbrev.clone();
@@ -557,6 +844,7 @@ impl Dwarf {
             lines_ready: false,
             decoded: None,
             func_span: None,
+            lazy: None,
         };
         let compunit = tag == DW_TAG_COMPILE_UNIT;
         let (mut low, mut high, mut high_rel) = (0u64, 0u64, false);
@@ -592,11 +880,11 @@ impl Dwarf {
             // Unit-relative, as the DIE offsets that refer to it.
             unit.first_child = Some(end - off - die.len());
         }
-        self.index.add(self.units.len(), unit.aranges.iter().copied());
-        self.units.push(unit);
-        self.next_unit = Some(end);
-        self.generation += 1;
-        Some(self.units.len() - 1)
+        if let Some(l) = self.learn.as_mut() {
+            l.headers.push(unit.header());
+            l.news += 1;
+        }
+        Some(self.push_unit(unit))
     }
 
     /// The abbreviation table at `offset` in `.debug_abbrev`, for a unit
@@ -737,7 +1025,7 @@ impl Dwarf {
     }
 
     fn func_contains(&mut self, ui: usize, addr: u64) -> bool {
-        self.units[ui].decoded.is_some() && self.lookup_function(ui, addr).is_some()
+        self.units[ui].lines_ready && self.lookup_function(ui, addr).is_some()
     }
 
     /// binutils' `comp_unit_maybe_decode_line_info`: the line table, then
@@ -753,6 +1041,9 @@ impl Dwarf {
         if u.lines_ready {
             return true;
         }
+        if let Some(d) = self.summary.as_ref().and_then(|s| s.decodes.get(ui)?.clone()) {
+            return self.replay_summary(ui, d);
+        }
         if let Some(ready) = self.ahead.as_ref().and_then(|a| a.take(ui))
             && ready.offset == self.units[ui].offset
         {
@@ -762,12 +1053,130 @@ impl Dwarf {
             r.push(Trail { unit: ui as u32, ..Default::default() });
         }
         let ok = self.decode_unit(ui);
-        if let Some(t) = self.recording.as_mut().and_then(|r| r.pop())
+        let trail = self.recording.as_mut().and_then(|r| r.pop());
+        if self.learn.is_some() {
+            match (&trail, ok) {
+                (Some(t), true) => {
+                    let d = self.summary_of(ui, t);
+                    self.learned(ui, d);
+                }
+                // The line program failed: nothing else happened.
+                (_, false) if !self.units[ui].lines_ready => self.learned(ui, Decode::Failed),
+                _ => self.spoil(),
+            }
+        }
+        if let Some(t) = trail
             && ok
+            && self.hand_over
         {
             self.finished.push(t);
         }
         ok
+    }
+
+    /// What decoding unit `ui` (just done, with `trail`) did, for the cache.
+    fn summary_of(&self, ui: usize, trail: &Trail) -> Decode {
+        let u = &self.units[ui];
+        let (seq_ranges, open, has_vars) = match &u.decoded {
+            Some(d) => (d.lines.seq_ranges.clone(), d.lines.open_range(), !d.vars.is_empty()),
+            None => (Vec::new(), None, false),
+        };
+        Decode::Done(DecodeSummary { seq_ranges, open, func_span: u.func_span, deps: trail.deps.clone(), parsed: trail.parsed, has_vars })
+    }
+
+    /// Does what decoding unit `ui` did when the summary was made, without
+    /// building its tables: its ranges grow by its line sequences, the
+    /// units its scan read and decoded are read and decoded, and its
+    /// function span is known. The tables wait for a lookup that needs
+    /// them ([`Dwarf::tables_of`]).
+    fn replay_summary(&mut self, ui: usize, d: Decode) -> bool {
+        let Decode::Done(d) = d else {
+            return self.fail(ui);
+        };
+        self.generation += 1;
+        let u = &mut self.units[ui];
+        for &(l, h) in &d.seq_ranges {
+            u.aranges.add(l, h);
+        }
+        self.index.add(ui, u.aranges.iter().copied());
+        u.lines_ready = true;
+        let may_hold = d.seq_ranges.iter().chain(d.open.iter()).copied().collect();
+        u.lazy = Some(Box::new(Lazy { may_hold, has_vars: d.has_vars }));
+        if u.first_child.is_none() {
+            return true;
+        }
+        if !self.replay_references(ui, d.parsed, &d.deps) {
+            self.spoil();
+            return self.fail(ui);
+        }
+        self.units[ui].func_span = d.func_span;
+        self.index.add(ui, d.func_span.into_iter());
+        true
+    }
+
+    /// What a replayed decode of unit `ui` did through its references:
+    /// the first `parsed` units read, `deps` decoded in order; false if
+    /// one of them fails now.
+    fn replay_references(&mut self, ui: usize, parsed: u32, deps: &[u32]) -> bool {
+        // The units it decodes name it in their own trails only.
+        if let Some(r) = self.recording.as_mut() {
+            r.push(Trail { unit: ui as u32, ..Default::default() });
+        }
+        let mut ok = true;
+        while ok && self.units.len() < parsed as usize {
+            ok = self.parse_next().is_some();
+        }
+        for &d in deps {
+            ok = ok && (d as usize) < self.units.len() && self.maybe_decode(d as usize);
+        }
+        if let Some(r) = self.recording.as_mut() {
+            r.pop();
+        }
+        ok
+    }
+
+    /// The line table of unit `ui` (built now for a unit decoded from a
+    /// summary); false if it has none.
+    fn lines_of(&mut self, ui: usize) -> bool {
+        let u = &self.units[ui];
+        if u.decoded.is_some() || u.lazy.is_none() {
+            return u.decoded.is_some();
+        }
+        self.load_sections();
+        match self.decode_lines(ui, Rows::Skip) {
+            Some(lines) => {
+                self.units[ui].decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
+                self.fresh.push(ui as u32);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// All tables of unit `ui`, built now for a unit decoded from a
+    /// summary: the scan of its DIEs finds what it found when the summary
+    /// was made (the same bytes; the units it refers to were read and
+    /// decoded by [`Dwarf::replay_summary`], so it reads and decodes
+    /// nothing more and changes no other state than the memos).
+    fn tables_of(&mut self, ui: usize) -> bool {
+        if self.units[ui].lazy.is_none() {
+            return self.units[ui].decoded.is_some();
+        }
+        let lines = self.lines_of(ui);
+        self.units[ui].lazy = None;
+        if !lines {
+            return false;
+        }
+        if self.units[ui].first_child.is_some() {
+            let recording = self.recording.take();
+            let scanned = self.scan(ui);
+            self.recording = recording;
+            if let (Some((funcs, vars)), Some(d)) = (scanned, self.units[ui].decoded.as_mut()) {
+                d.funcs = funcs;
+                d.vars = vars;
+            }
+        }
+        true
     }
 
     fn fail(&mut self, ui: usize) -> bool {
@@ -781,6 +1190,17 @@ impl Dwarf {
     /// read and decoded are read and decoded (from their own tables), then
     /// its functions are in place.
     fn replay(&mut self, ui: usize, ready: Ready) -> bool {
+        if self.learn.is_some() {
+            let summary = Decode::Done(DecodeSummary {
+                seq_ranges: ready.decoded.lines.seq_ranges.clone(),
+                open: ready.decoded.lines.open_range(),
+                func_span: ready.func_span,
+                deps: ready.trail.deps.clone(),
+                parsed: ready.trail.parsed,
+                has_vars: !ready.decoded.vars.is_empty(),
+            });
+            self.learned(ui, summary);
+        }
         let Ready { decoded, func_span, trail, .. } = ready;
         let Decoded { lines, funcs, vars, .. } = *decoded;
         self.fresh.push(ui as u32);
@@ -796,15 +1216,9 @@ impl Dwarf {
         if !scans {
             return true;
         }
-        while self.units.len() < trail.parsed as usize {
-            if self.parse_next().is_none() {
-                return self.fail(ui);
-            }
-        }
-        for d in trail.deps {
-            if d as usize >= self.units.len() || !self.maybe_decode(d as usize) {
-                return self.fail(ui);
-            }
+        if !self.replay_references(ui, trail.parsed, &trail.deps) {
+            self.spoil();
+            return self.fail(ui);
         }
         self.units[ui].func_span = func_span;
         self.index.add(ui, func_span.into_iter());
@@ -819,6 +1233,7 @@ impl Dwarf {
     /// `a2l::ahead`).
     pub fn record(&mut self) {
         self.recording = Some(Vec::new());
+        self.hand_over = true;
     }
 
     /// Takes units decoded ahead by another thread.
@@ -848,6 +1263,7 @@ impl Dwarf {
         if self.units[ui].stmt_list.is_none() {
             return self.fail(ui);
         }
+        self.load_sections();
         let Some(lines) = self.decode_lines(ui, Rows::Skip) else {
             return self.fail(ui);
         };
@@ -953,7 +1369,7 @@ impl Dwarf {
         if start >= end {
             return Err(());
         }
-        let mut input = EndianSlice::new(&self.s.info[start..end], self.endian());
+        let mut input = EndianSlice::new(self.s.info.get(start..end).ok_or(())?, self.endian());
         let code = gimli::Reader::read_uleb128(&mut input).map_err(|_| ())?;
         if code == 0 {
             return Ok(None);
@@ -1118,7 +1534,7 @@ impl Dwarf {
                 let ok = self.maybe_decode(ui as usize);
                 self.abstract_trail = trail;
                 self.abstract_cut = cut;
-                if !ok {
+                if !ok || !self.lines_of(ui as usize) {
                     return false;
                 }
                 if let Some(v) = v {
@@ -1345,6 +1761,11 @@ impl Dwarf {
     /// binutils' `lookup_symbol_in_variable_table`: the file and line of a
     /// static variable at `addr` whose name is part of `sym_name`.
     pub fn lookup_variable(&mut self, ui: usize, addr: u64, sym_name: &str) -> Option<(Option<Arc<str>>, u32)> {
+        if let Some(lazy) = &self.units[ui].lazy
+            && (!lazy.has_vars || !self.tables_of(ui))
+        {
+            return None;
+        }
         let d = self.units[ui].decoded.as_ref()?;
         d.vars
             .iter()
@@ -1361,6 +1782,9 @@ impl Dwarf {
         // No range holds an address outside their span: no need to build
         // the table (most units decoded never hold an address looked up).
         if self.units[ui].func_span.is_none_or(|(l, h)| addr < l || addr >= h) {
+            return None;
+        }
+        if !self.tables_of(ui) {
             return None;
         }
         let d = self.units[ui].decoded.as_mut()?;
@@ -1435,6 +1859,11 @@ impl Dwarf {
     /// unit's rows are decoded by the first lookup that can land in them
     /// (see [`Rows`]).
     pub fn lookup_line(&mut self, ui: usize, addr: u64) -> Option<LineHit> {
+        if let Some(lazy) = &self.units[ui].lazy
+            && (!lazy.may_hold.iter().any(|&(l, h)| addr >= l && addr < h) || !self.lines_of(ui))
+        {
+            return None;
+        }
         let lines = &self.units[ui].decoded.as_ref()?.lines;
         if lines.rows_skipped() {
             if !lines.may_hold(addr) {
@@ -1471,7 +1900,7 @@ mod tests {
     fn dwarf(rel: &str) -> Dwarf {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin").join(rel);
         let elf = Elf::parse(Arc::new(FileBytes::Owned(std::fs::read(p).expect("fixture")))).expect("elf");
-        Dwarf::new(crate::symbols::a2l::load_sections(&elf).expect("dwarf"), elf.little_endian)
+        Dwarf::new(Sections::load(&elf).expect("dwarf"), elf.little_endian)
     }
 
     #[test]

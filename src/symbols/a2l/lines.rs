@@ -556,6 +556,11 @@ impl LineTable {
     /// inside a sequence, between its lowest row (or above, where sorting
     /// trimmed it) and its highest; these bounds are the sequence's
     /// `seq_ranges` entry, or `open` for one the program did not end.
+    /// The rows after the last end of sequence (see `open`).
+    pub fn open_range(&self) -> Option<(u64, u64)> {
+        self.open
+    }
+
     pub fn may_hold(&self, addr: u64) -> bool {
         self.seq_ranges.iter().chain(self.open.iter()).any(|&(l, h)| addr >= l && addr < h)
     }

@@ -6,10 +6,17 @@
 //! resolved the name of a function that has no linkage name, that name
 //! sticks (see [`Session::query`]). One session per DSO, like perf's one
 //! process per DSO.
+//!
+//! A session of an object with a build-id starts from what earlier runs
+//! found out about its DWARF ([`cache`]; the argument that the answers
+//! stay the same is in [`dwarf`]'s module doc) and writes what it learns
+//! back when the run pauses or ends ([`Session::save_now`]), or as soon
+//! as binutils' walk over the units reaches the last one.
 
 pub mod abbrev;
 pub mod ahead;
 pub mod bfd;
+pub mod cache;
 pub mod dwarf;
 pub mod lines;
 pub mod ranges;
@@ -18,7 +25,7 @@ pub mod reader;
 use std::sync::Arc;
 
 use crate::fasthash::FastMap;
-use crate::symbols::elf::{Elf, SectionBytes};
+use crate::symbols::elf::Elf;
 use bfd::{BfdFile, FoundFn, Section};
 use dwarf::{Dwarf, Sections, DW_TAG_INLINED_SUBROUTINE};
 use lines::LineHit;
@@ -56,52 +63,89 @@ pub struct Session {
     /// Per address: the DWARF generation it was computed at, the section
     /// and the answer (valid while nothing else was read or decoded).
     cache: FastMap<u64, (u64, usize, Core)>,
+    /// Where what the DWARF reading finds out is kept for later runs.
+    store: Option<Store>,
 }
 
-fn load_sections(elf: &Elf) -> Option<Sections> {
-    let get = |name: &str| -> Option<SectionBytes> {
-        let (_, s) = elf.section_by_name(name)?;
-        if s.sh_type == crate::symbols::elf::SHT_NOBITS {
-            return None;
-        }
-        elf.section_bytes(s)
-    };
-    let info = get(".debug_info")?;
-    let empty = SectionBytes::empty();
-    let ranges = get(".debug_ranges");
-    let rnglists = get(".debug_rnglists");
-    Some(Sections {
-        info,
-        abbrev: get(".debug_abbrev").unwrap_or_else(|| empty.clone()),
-        line: get(".debug_line").unwrap_or_else(|| empty.clone()),
-        str: get(".debug_str").unwrap_or_else(|| empty.clone()),
-        line_str: get(".debug_line_str").unwrap_or_else(|| empty.clone()),
-        has_ranges: ranges.is_some(),
-        has_rnglists: rnglists.is_some(),
-        ranges: ranges.unwrap_or_else(|| empty.clone()),
-        rnglists: rnglists.unwrap_or_else(|| empty.clone()),
-        addr: get(".debug_addr").unwrap_or_else(|| empty.clone()),
-        str_offsets: get(".debug_str_offsets").unwrap_or(empty),
-    })
+/// A session's cache file (see [`cache`]).
+struct Store {
+    dir: cache::Dir,
+    key: cache::Key,
+    path: std::path::PathBuf,
+    /// Things learned and written, and learned since.
+    written: usize,
+    pending: usize,
 }
+
+/// Things learned that are worth a write of the cache file before the
+/// session ends (later writes wait for as many again: a session that
+/// learns unit by unit writes a few times, not once per unit).
+const WRITE_AFTER: usize = 64;
 
 impl Session {
+    /// A session without a cache.
     pub fn new(elf: Elf) -> Session {
+        Session::open(elf, None)
+    }
+
+    /// A session that keeps what it finds out in `dir` (if the file has a
+    /// build-id), and starts from what is kept there: then the debug
+    /// sections are read only when a unit's bytes are needed.
+    pub fn open(elf: Elf, dir: Option<&cache::Dir>) -> Session {
         let le = elf.little_endian;
-        let dwarf = load_sections(&elf).map(|s| Dwarf::new(s, le));
-        Session { bfd: BfdFile::new(elf), dwarf, cache: FastMap::default() }
+        let store = dir.filter(|_| Sections::present(&elf)).and_then(|dir| {
+            let key = cache::Key { build_id: elf.build_id()?, file_size: elf.file_bytes().len() as u64, sections: Sections::file_sizes(&elf) };
+            Some(Store { path: dir.file(&key), dir: dir.clone(), key, written: 0, pending: 0 })
+        });
+        let summary = store.as_ref().and_then(|s| cache::load(&s.path, &s.key));
+        if let Some(s) = store.as_ref().filter(|s| s.dir.stats) {
+            match &summary {
+                Some(sum) => eprintln!("pstitch: a2l cache: {}: read {} units, {} decoded", s.path.display(), sum.units.len(), sum.decoded()),
+                None => eprintln!("pstitch: a2l cache: {}: nothing to read", s.path.display()),
+            }
+        }
+        let mut dwarf = match summary {
+            Some(sum) => Some(Dwarf::lazy(elf.clone(), Arc::new(sum))),
+            None => Sections::load(&elf).map(|s| Dwarf::new(s, le)),
+        };
+        if let (Some(d), Some(_)) = (dwarf.as_mut(), &store) {
+            d.learn();
+        }
+        Session { bfd: BfdFile::new(elf), dwarf, cache: FastMap::default(), store }
     }
 
     /// A session, and a decoder to run on another thread that decodes its
     /// units ahead of need (see [`ahead`]).
-    pub fn with_decoder(elf: Elf) -> (Session, Option<ahead::Decoder>) {
-        let mut s = Session::new(elf);
+    pub fn with_decoder(elf: Elf, dir: Option<&cache::Dir>) -> (Session, Option<ahead::Decoder>) {
+        let mut s = Session::open(elf, dir);
         let decoder = s.dwarf.as_mut().map(|d| {
             let shared = Arc::new(ahead::Shared::default());
             d.take_ahead(shared.clone());
-            ahead::Decoder::new(Dwarf::new(d.s.clone(), s.bfd.elf.little_endian), shared)
+            ahead::Decoder::new(d.twin(), shared)
         });
         (s, decoder)
+    }
+
+    /// Writes the cache file if enough was learned since the last write
+    /// (`at_end`: if anything was). A file that cannot be written is left.
+    fn save(&mut self, at_end: bool) {
+        let (Some(store), Some(d)) = (self.store.as_mut(), self.dwarf.as_mut()) else { return };
+        store.pending += d.take_news();
+        // Once binutils found the last unit, little is left to learn.
+        let reached_end = d.take_reached_end();
+        if store.pending == 0 || !(at_end || reached_end || store.pending >= WRITE_AFTER.max(store.written)) {
+            return;
+        }
+        let Some(summary) = d.to_store() else { return };
+        let wrote = cache::store(&store.path, &store.key, &summary);
+        if store.dir.stats {
+            match wrote {
+                Ok(()) => eprintln!("pstitch: a2l cache: {}: wrote {} units, {} decoded", store.path.display(), summary.units.len(), summary.decoded()),
+                Err(e) => eprintln!("pstitch: a2l cache: {}: not written: {e}", store.path.display()),
+            }
+        }
+        store.written += store.pending;
+        store.pending = 0;
     }
 
     /// The state-independent part of `find_nearest_line` for `pc` in `sec`.
@@ -270,10 +314,26 @@ impl Session {
                 }
             };
             if let Some(r) = self.nearest_line(sec, &core) {
+                self.save(false);
                 return Some(r);
             }
         }
+        self.save(false);
         None
+    }
+}
+
+impl Session {
+    /// Writes the cache file now if anything was learned since the last
+    /// write.
+    pub fn save_now(&mut self) {
+        self.save(true);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.save(true);
     }
 }
 
@@ -368,7 +428,7 @@ mod tests {
             }
             for (ahead, every, reverse, skip, addrs) in runs {
                 let elf = Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap();
-                let (mut s, decoder) = Session::with_decoder(elf);
+                let (mut s, decoder) = Session::with_decoder(elf, None);
                 let mut decoder = decoder.expect("DWARF");
                 decoder.shared().skip_below(skip);
                 let mut plain = session(bytes.clone()).unwrap();
@@ -397,13 +457,67 @@ mod tests {
         }
     }
 
+    /// Sessions that start from a cache written by an earlier one answer
+    /// every address as a session without a cache: queried in another
+    /// order than the cache was made in, with a decoder, and from a cache
+    /// that holds only the first units.
+    #[test]
+    fn sessions_from_a_cache_answer_as_without() {
+        let dir = std::env::temp_dir().join(format!("pstitch-a2l-session-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = cache::Dir::at(&dir);
+        let open = |bytes: &[u8]| Elf::parse(Arc::new(FileBytes::Owned(bytes.to_vec()))).unwrap();
+        for rel in ["cwork", "cppwork", "rustwork"] {
+            let bytes = fixture(&format!("tmp/pstitch-fixtures/bin/{rel}"));
+            let (lo, hi) = text_range(&session(bytes.clone()).unwrap());
+            let addrs: Vec<u64> = (lo..hi).step_by(7).chain([hi + 0x1000]).collect();
+            let path = {
+                let elf = open(&bytes);
+                let key = cache::Key { build_id: elf.build_id().expect("build-id"), file_size: bytes.len() as u64, sections: Sections::file_sizes(&elf) };
+                cache.file(&key)
+            };
+            let _ = std::fs::remove_file(&path);
+            // A few addresses first: a cache of the first units only.
+            let partial: Vec<u64> = addrs.iter().step_by(addrs.len() / 3).copied().take(2).collect();
+            for (cold_addrs, reverse) in [(partial.clone(), false), (partial, true), (addrs.clone(), true), (addrs.clone(), false)] {
+                {
+                    let mut cold = Session::open(open(&bytes), Some(&cache));
+                    for &a in &cold_addrs {
+                        cold.query(a);
+                    }
+                }
+                let stored = cache::load(&path, &{
+                    let elf = open(&bytes);
+                    cache::Key { build_id: elf.build_id().unwrap(), file_size: bytes.len() as u64, sections: Sections::file_sizes(&elf) }
+                })
+                .expect("a cache file");
+                assert!(stored.decoded() > 0, "{rel}");
+                let mut plain = session(bytes.clone()).unwrap();
+                let mut warm = Session::open(open(&bytes), Some(&cache));
+                assert!(warm.dwarf.as_ref().unwrap().s.info.is_empty(), "{rel}: sections read before a unit needs them");
+                let (mut ahead, decoder) = Session::with_decoder(open(&bytes), Some(&cache));
+                let mut decoder = decoder.expect("DWARF");
+                let order: Vec<u64> = if reverse { addrs.iter().rev().copied().collect() } else { addrs.clone() };
+                for (i, &a) in order.iter().enumerate() {
+                    let want = plain.query(a);
+                    assert_eq!(warm.query(a), want, "{rel} at {a:#x}");
+                    assert_eq!(ahead.query(a), want, "{rel} at {a:#x} (decoder)");
+                    if i % 3 == 0 {
+                        decoder.step();
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn a_decoder_stops_once_the_session_decoded_past_the_last_unit() {
         let mut stopped = 0;
         for rel in ["cwork", "cppwork", "rustwork"] {
             let bytes = fixture(&format!("tmp/pstitch-fixtures/bin/{rel}"));
             let (lo, hi) = text_range(&session(bytes.clone()).unwrap());
-            let (mut s, decoder) = Session::with_decoder(Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap());
+            let (mut s, decoder) = Session::with_decoder(Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap(), None);
             let mut decoder = decoder.expect("DWARF");
             let mut plain = session(bytes).unwrap();
             // An address past every unit has the session read them all.
@@ -427,7 +541,7 @@ mod tests {
     fn a_decoder_on_another_thread() {
         let bytes = fixture("tmp/pstitch-fixtures/bin/rustwork");
         let (lo, hi) = text_range(&session(bytes.clone()).unwrap());
-        let (mut s, decoder) = Session::with_decoder(Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap());
+        let (mut s, decoder) = Session::with_decoder(Elf::parse(Arc::new(FileBytes::Owned(bytes.clone()))).unwrap(), None);
         let mut decoder = decoder.expect("DWARF");
         let worker = std::thread::spawn(move || while decoder.step() != ahead::Step::Done {});
         let mut plain = session(bytes).unwrap();
@@ -489,7 +603,7 @@ mod tests {
                 // The same with units decoded ahead (a decoder stops at
                 // the first unit it cannot decode).
                 let elf = Elf::parse(Arc::new(FileBytes::Owned(v))).unwrap();
-                let (mut t, decoder) = Session::with_decoder(elf);
+                let (mut t, decoder) = Session::with_decoder(elf, None);
                 if let Some(mut d) = decoder {
                     for _ in 0..3 {
                         d.step();
