@@ -368,7 +368,13 @@ pub fn load_all(data: Vec<u8>, ref_reloc: Option<(&str, u64)>) -> Option<Kallsym
 }
 
 /// [`load_all`] for a text parsed already (`parser` parsed it to the end).
-pub fn load_parsed(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
+pub fn load_parsed(data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u64)>) -> Option<Kallsyms> {
+    load_split(data, parser, ref_reloc, true)
+}
+
+/// [`load_parsed`]; `in_place`: the kernel's symbols stay in the table
+/// they were fixed up in where they can (tests compare with a new table).
+fn load_split(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u64)>, in_place: bool) -> Option<Kallsyms> {
     let delta = match ref_reloc {
         Some((name, addr)) => function_start(&data, name)?.wrapping_sub(addr),
         None => 0,
@@ -393,39 +399,47 @@ pub fn load_parsed(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&s
     t.fixup_duplicate();
     // maps__split_kallsyms: module symbols go to their module's map (kept
     // aside here), entry trampolines are dropped on x86_64, the kernel's own
-    // symbols are shifted by the boot relocation.
-    let mut modules: std::collections::HashMap<String, Vec<Sym>> = std::collections::HashMap::new();
-    let mut kernel = SymTab::default();
-    kernel.use_strtab(names);
-    // The kernel's symbols, shifted by the same delta, keep their order and
-    // do not overlap after the fixups, so re-inserting them gives the same
-    // lookups as perf's tree with the module symbols erased.
-    let mut kept = Vec::with_capacity(marks.len());
+    // symbols are shifted by the boot relocation; in place, as perf does.
     t.settle();
+    let mut modules: std::collections::HashMap<String, Vec<Sym>> = std::collections::HashMap::new();
     for (id, s) in t.in_order() {
-        let mark = marks[id as usize];
-        let mut s = s.clone();
-        if mark & TAB != 0 {
+        if marks[id as usize] & TAB != 0 {
+            let mut s = s.clone();
             let name = t.raw_name(id);
             let tab = find_byte(name, b'\t').unwrap_or(name.len());
             s.set_name(crate::symbols::symtab::shared_str(&name[..tab]));
             modules.entry(String::from_utf8_lossy(name.get(tab + 1..).unwrap_or_default()).into_owned()).or_default().push(s);
-            continue;
         }
-        if mark & TRAMPOLINE != 0 {
-            continue;
-        }
-        s.start = s.start.wrapping_sub(delta);
-        s.end = s.end.wrapping_sub(delta);
-        kept.push(s);
     }
-    // The table in file order has served: not both at once.
-    drop(t);
+    let gone = |id: u32| marks[id as usize] & (TAB | TRAMPOLINE) != 0;
+    let mut kernel = if in_place && t.erase_and_shift(gone, delta) { t } else { shifted_copy(t, gone, delta, names) };
     drop(marks);
-    kernel.insert_all(kept);
     // Ready for lookups here, once: each copy handed out is too.
     kernel.prepare();
     Some(Kallsyms { kernel, modules })
+}
+
+/// The kernel's symbols of `t` (settled) in a new table, shifted down by
+/// `delta`, where shifting them in place would change their order (an
+/// address wraps around): inserted again, they are sorted by their new
+/// addresses.
+fn shifted_copy(t: SymTab, gone: impl Fn(u32) -> bool, delta: u64, names: SectionBytes) -> SymTab {
+    let mut kernel = SymTab::default();
+    kernel.use_strtab(names);
+    let kept = t
+        .in_order()
+        .filter(|&(id, _)| !gone(id))
+        .map(|(_, s)| {
+            let mut s = s.clone();
+            s.start = s.start.wrapping_sub(delta);
+            s.end = s.end.wrapping_sub(delta);
+            s
+        })
+        .collect();
+    // The table in file order has served: not both at once.
+    drop(t);
+    kernel.insert_all(kept);
+    kernel
 }
 
 /// perf's module name for a module map's file name (`kmod_path__parse`):
@@ -699,6 +713,48 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
                 }
             }
         }
+    }
+
+    /// The kernel's symbols split off in place find what a new table of
+    /// them finds, at every symbol's edges: perf's fixture kallsyms, odd
+    /// lines, modules between kernel symbols, relocations both ways.
+    #[test]
+    fn split_in_place_finds_what_a_new_table_finds() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kallsyms/6.18.44-fc-v657.kallsyms");
+        let mut odd = SAMPLE.to_vec();
+        odd.extend_from_slice(b"ffffffffc0202000 t mod_fn\t[ext4]\nffffffffc0203000 T other_fn\t[kvm]\nffffffffc0203000 T kernel_too\n");
+        odd.extend_from_slice(b"ffffffffc0203800 T __entry_SYSCALL_64_trampoline\nffffffffc0204000 t kvm_fn\t[kvm]\nffffffffc0204010 t after\n");
+        let texts = [SAMPLE.to_vec(), odd, std::fs::read(fixture).expect("fixture kallsyms")];
+        for text in &texts {
+            for reloc in [None, Some(("_text", 0xffffffff80000000)), Some(("_text", 0xffffffff81200000))] {
+                let load = |in_place| {
+                    let mut parser = Parser::default();
+                    parser.parse(text, true);
+                    load_split(text.clone(), &mut parser, reloc, in_place).expect("loads")
+                };
+                let (mut a, mut b) = (load(true).kernel, load(false).kernel);
+                let listing = a.listing();
+                assert_eq!(listing, b.listing());
+                for &(start, end, _) in &listing {
+                    for ip in [start.wrapping_sub(1), start, start + 1, end.wrapping_sub(1), end] {
+                        let (x, y) = (a.find_id(ip).map(|id| a.name(id)), b.find_id(ip).map(|id| b.name(id)));
+                        assert_eq!(x, y, "{ip:#x}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// A relocation that moves some addresses past the top and around to
+    /// the bottom leaves the kernel's symbols in their new order.
+    #[test]
+    fn relocation_around_the_top() {
+        // _text moves to 0xff..ffc0, helper past the top to 0.
+        let mut t = load(SAMPLE, Some(("_text", 0xffff_ffff_ffff_ffc0))).unwrap();
+        let v = t.listing();
+        assert_eq!((v[0].0, v[0].2.as_ref()), (0, "helper"));
+        assert_eq!((v[3].0, v[3].2.as_ref()), (0xffff_ffff_ffff_ffc0, "_text"));
+        assert!(v.windows(2).all(|w| w[0].0 <= w[1].0), "{v:x?}");
     }
 
     #[test]
