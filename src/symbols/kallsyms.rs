@@ -253,6 +253,13 @@ impl Parser {
             *self = Parser { kept: Kept { owned_names, ..Kept::default() }, ..Parser::default() };
         }
         let kept = &mut self.kept;
+        // Room for the lines to come (44 bytes a line on average in
+        // /proc/kallsyms; shorter lines grow the vectors as usual): growing
+        // would copy megabytes.
+        let lines = data.len().saturating_sub(self.lines.pos) / 40;
+        kept.syms.reserve(lines);
+        kept.marks.reserve(lines);
+        kept.ends.reserve(lines);
         self.lines.scan(data, last, |addr, typ, at, len, odd| {
             kept.add(data, addr, typ, at, len, odd);
             ControlFlow::Continue(())

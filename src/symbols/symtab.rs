@@ -550,7 +550,7 @@ impl SymTab {
         let Some(&last) = self.index.order.last() else { return };
         // The new ends first, the table only read: each symbol's end
         // depends on its own and its successor's start.
-        let mut ends = Vec::new();
+        let mut ends = Vec::with_capacity(self.index.order.len());
         let mut curr_mod = module(self.index.order[0]);
         for i in 1..self.index.order.len() {
             let (p, c) = (self.index.order[i - 1], self.index.order[i]);
