@@ -225,6 +225,13 @@ fn scan_name(b: &[u8]) -> (usize, bool) {
         let y = x ^ (ONES * u64::from(b'['));
         let bracket = y.wrapping_sub(ONES) & !y & HIGH;
         if low | bracket != 0 {
+            // The lowest bit of each is exact (a borrow can only mark bytes
+            // above a true one): a newline before any other odd byte ends
+            // a plain name here.
+            let (first_low, first_bracket) = (low.trailing_zeros() as usize / 8, bracket.trailing_zeros() as usize / 8);
+            if first_low < first_bracket && b[k + first_low] == b'\n' {
+                return (k + first_low, false);
+            }
             break;
         }
         k += 8;
