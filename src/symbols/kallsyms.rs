@@ -4,6 +4,24 @@
 //! same-address aliases reduced to the last one listed, module symbols
 //! dropped (pstitch creates no module maps), and addresses shifted by the
 //! boot relocation found through the reference symbol (`_text`).
+//!
+//! How (a /proc/kallsyms is 120,000 lines, 5.4 MB, and a small run's
+//! largest piece of work after the kernel's printing of it):
+//!
+//! - One pass over the text ([`Lines::scan`], perf's `kallsyms__parse`),
+//!   each line made a symbol or dropped as it is read ([`Parser`]): no list
+//!   of lines. An address of 16 hex digits and a space (nearly every line)
+//!   is read a word at a time; a name is scanned a word at a time for its
+//!   newline and for the bytes that make it odd (a tab: a module symbol;
+//!   a `[`: a module part, which `symbols__fixup_end` compares; a NUL: the
+//!   name perf keeps ends there), and only odd names are looked at again.
+//! - The symbols name themselves by offsets into the text; at the load
+//!   the names are moved down over the addresses and types and the rest of
+//!   the text is given back ([`compact_names`]).
+//! - The fixups run on one table in file order (usually sorted already:
+//!   `SymTab` checks, and sorts only when not), and the kernel's symbols
+//!   are split off in place as perf does (`SymTab::erase_and_shift`), not
+//!   copied into a second table.
 
 
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
@@ -64,8 +82,8 @@ struct Kept {
     /// from its start with names of their own).
     owned_names: bool,
     syms: Vec<Sym>,
-    /// Where the names placed in the file's bytes end (a newline each,
-    /// turned into their NUL).
+    /// Where the names placed in the file's bytes end (a newline each;
+    /// see [`compact_names`]).
     ends: Vec<u32>,
     /// Per symbol, its name's module part (`[` on) as a number
     /// ([`NOT_MODULE`] for none) and the [`TAB`] and [`TRAMPOLINE`] bits.
@@ -393,12 +411,9 @@ fn load_split(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u
         Some((name, addr)) => function_start(&data, name)?.wrapping_sub(addr),
         None => 0,
     };
-    let Kept { syms, ends, marks, .. } = std::mem::take(&mut parser.kept);
-    // The names stay in the file's bytes, each ended by a NUL where its
-    // newline was: one allocation rather than one per symbol.
-    for end in ends {
-        data[end as usize] = 0;
-    }
+    let Kept { mut syms, ends, marks, .. } = std::mem::take(&mut parser.kept);
+    compact_names(&mut data, &mut syms, &ends);
+    drop(ends);
     let names = SectionBytes::Owned(std::sync::Arc::new(data));
     let mut t = SymTab::default();
     // The first string table of a table is number 0.
@@ -431,6 +446,37 @@ fn load_split(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u
     // Ready for lookups here, once: each copy handed out is too.
     kernel.prepare();
     Some(Kallsyms { kernel, modules })
+}
+
+/// The names stay in the file's bytes, one allocation rather than one per
+/// symbol; but only the names, each ended by a NUL, moved down over what
+/// lookups do not need (addresses, types, dropped lines: 19 bytes of a
+/// /proc/kallsyms line's 44), and the rest given back. `ends`: where each
+/// name placed in the text ends (its newline), in the order of the
+/// symbols named in the text.
+///
+/// ```text
+///  ffffffff81000000 T _stext\nffffffff81000000 T _text\n...   read
+///  _stext\0_text\0...                                        kept
+/// ```
+fn compact_names(data: &mut Vec<u8>, syms: &mut [Sym], ends: &[u32]) {
+    let mut ends = ends.iter();
+    let mut to = 0;
+    for s in syms {
+        let Some(at) = s.strtab_offset() else { continue };
+        let Some(&end) = ends.next() else { break };
+        let (at, end) = (at as usize, end as usize);
+        // A line has at least four bytes before its name (a digit, a
+        // space, the type, a space), so names only move down.
+        debug_assert!(to <= at && at <= end);
+        data.copy_within(at..end, to);
+        s.move_strtab_name(to as u32);
+        to += end - at;
+        data[to] = 0;
+        to += 1;
+    }
+    data.truncate(to);
+    data.shrink_to_fit();
 }
 
 /// The kernel's symbols of `t` (settled) in a new table, shifted down by
@@ -769,6 +815,30 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
         assert_eq!((v[0].0, v[0].2.as_ref()), (0, "helper"));
         assert_eq!((v[3].0, v[3].2.as_ref()), (0xffff_ffff_ffff_ffc0, "_text"));
         assert!(v.windows(2).all(|w| w[0].0 <= w[1].0), "{v:x?}");
+    }
+
+    /// Compacted, the text holds the kept names alone, each with its NUL,
+    /// and every symbol reads the name it read before: dropped lines, a
+    /// short address, a NUL inside a name, an empty name, a cut name
+    /// (a name of its own, not in the text).
+    #[test]
+    fn names_compacted_read_as_before() {
+        let text = b"ffffffff81000000 T _text\nffffffff81000008 r dropped\n10 t a\0b\nffffffff81000020 t \nffffffff81000030 t ok[1]\n20 t cut";
+        let mut parser = Parser::default();
+        parser.parse(text, true);
+        let Kept { mut syms, ends, .. } = std::mem::take(&mut parser.kept);
+        let read = |data: &[u8], s: &Sym| {
+            s.strtab_offset().map(|at| data[at as usize..].iter().take_while(|&&c| c != 0 && c != b'\n').copied().collect::<Vec<u8>>())
+        };
+        let before: Vec<_> = syms.iter().map(|s| read(text, s)).collect();
+        let mut data = text.to_vec();
+        compact_names(&mut data, &mut syms, &ends);
+        assert_eq!(data, b"_text\0a\0b\0\0ok[1]\0");
+        let after: Vec<_> = syms.iter().map(|s| read(&data, s)).collect();
+        assert_eq!(after, before);
+        let names: Vec<Option<&[u8]>> = vec![Some(b"_text"), Some(b"a"), Some(b""), Some(b"ok[1]"), None];
+        assert_eq!(after.iter().map(|n| n.as_deref()).collect::<Vec<_>>(), names);
+        assert_eq!(syms[4].plain_name().map(|n| &**n), Some("cut"));
     }
 
     #[test]

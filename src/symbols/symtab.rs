@@ -94,6 +94,23 @@ impl Sym {
         (self.raw, self.form) = (RawName::Owned(name), NameForm::AsIs);
     }
 
+    /// Where the name of a symbol made with [`Sym::in_strtab`] starts in
+    /// its string table; `None` for a name of its own.
+    pub fn strtab_offset(&self) -> Option<u32> {
+        match self.raw {
+            RawName::Strtab { off, .. } => Some(off),
+            RawName::Owned(_) => None,
+        }
+    }
+
+    /// Moves a [`Sym::in_strtab`] name to offset `off` of the same table
+    /// (the table's bytes were moved); a name of its own stays.
+    pub fn move_strtab_name(&mut self, off: u32) {
+        if let RawName::Strtab { off: o, .. } = &mut self.raw {
+            *o = off;
+        }
+    }
+
     /// The name of a symbol made with a name shown as it is ([`Sym::new`]);
     /// `None` for the others, whose names need their table.
     pub fn plain_name(&self) -> Option<&Arc<str>> {
