@@ -213,14 +213,14 @@ fn hex8(x: u64) -> Option<u32> {
     let at_least = |lo: u64| x + ONES * (0x80 - lo);
     let above = |hi: u64| x + ONES * (0x7f - hi);
     let digit = at_least(0x30) & !above(0x39);
-    let lower = x | ONES * 0x20;
+    let lower = x | (ONES * 0x20);
     let letter = (lower + ONES * (0x80 - 0x61)) & !(lower + ONES * (0x7f - 0x66));
     if (digit | letter) & HIGH != HIGH {
         return None;
     }
     // '0'-'9' are 0x30-0x39, 'a'-'f' and 'A'-'F' 0x61-0x66 and 0x41-0x46:
     // the low nibble, plus 9 for a letter (bit 6).
-    let v = (x & ONES * 0x0f) + 9 * ((x & ONES * 0x40) >> 6);
+    let v = (x & (ONES * 0x0f)) + 9 * ((x & (ONES * 0x40)) >> 6);
     // Pairs of digits into bytes, pairs of bytes into 16 bits, then 32.
     let v = ((v << 4) | (v >> 8)) & 0x00ff_00ff_00ff_00ff;
     let v = ((v << 8) | (v >> 16)) & 0x0000_ffff_0000_ffff;
