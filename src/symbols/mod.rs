@@ -258,6 +258,22 @@ impl DsoState {
     }
 }
 
+/// Room for any kallsyms text up front (/proc/kallsyms is 5-15 MB and says
+/// it is empty; pages are taken only as they are written): growing would
+/// copy megabytes. A larger one still grows.
+const KALLSYMS_ROOM: usize = 32 << 20;
+
+/// A kallsyms file's text, in one allocation when the file says its size
+/// or /proc's is under [`KALLSYMS_ROOM`].
+fn read_kallsyms(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let size = file.metadata().ok().map_or(0, |m| m.len());
+    let mut data = Vec::with_capacity(if size == 0 { KALLSYMS_ROOM } else { usize::try_from(size).ok()?.saturating_add(1) });
+    file.read_to_end(&mut data).ok()?;
+    Some(data)
+}
+
 /// perf gives up on a DSO's source lines after this many failures in a row
 /// (`A2L_FAIL_LIMIT`).
 const A2L_FAIL_LIMIT: u32 = 123;
@@ -416,23 +432,18 @@ impl Symbolizer {
         let path = self.kallsyms_path(bid.as_deref());
         let parsed = match (self.kallsyms_ahead.take(), &path) {
             (Some((early, pieces)), Some(p)) if early == *p => {
-                // Room for any kallsyms up front (/proc/kallsyms is 5-15
-                // MB; pages are taken only as they are written): growing
-                // would copy megabytes. A larger one still grows.
-                const ROOM: usize = 32 << 20;
-                let mut data = Vec::with_capacity(ROOM);
+                let mut data = Vec::with_capacity(KALLSYMS_ROOM);
                 let mut parser = kallsyms::Parser::default();
                 pieces
                     .into_iter()
                     .try_for_each(|piece| {
                         data.extend_from_slice(&piece.ok()?);
                         parser.parse(&data, false);
-                        parser.classify(&data);
                         Some(())
                     })
                     .map(|()| (data, parser))
             }
-            _ => path.and_then(|p| std::fs::read(p).ok()).map(|data| (data, kallsyms::Parser::default())),
+            _ => path.and_then(|p| read_kallsyms(&p)).map(|data| (data, kallsyms::Parser::default())),
         };
         let k = parsed
             .and_then(|(data, mut parser)| {

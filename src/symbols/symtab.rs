@@ -94,6 +94,23 @@ impl Sym {
         (self.raw, self.form) = (RawName::Owned(name), NameForm::AsIs);
     }
 
+    /// Where the name of a symbol made with [`Sym::in_strtab`] starts in
+    /// its string table; `None` for a name of its own.
+    pub fn strtab_offset(&self) -> Option<u32> {
+        match self.raw {
+            RawName::Strtab { off, .. } => Some(off),
+            RawName::Owned(_) => None,
+        }
+    }
+
+    /// Moves a [`Sym::in_strtab`] name to offset `off` of the same table
+    /// (the table's bytes were moved); a name of its own stays.
+    pub fn move_strtab_name(&mut self, off: u32) {
+        if let RawName::Strtab { off: o, .. } = &mut self.raw {
+            *o = off;
+        }
+    }
+
     /// The name of a symbol made with a name shown as it is ([`Sym::new`]);
     /// `None` for the others, whose names need their table.
     pub fn plain_name(&self) -> Option<&Arc<str>> {
@@ -481,6 +498,54 @@ impl SymTab {
         self.overlap.overlaps = None;
     }
 
+    /// perf's `maps__split_kallsyms` in place, on a settled table: the
+    /// symbols `gone` names are erased in address order (perf moves them
+    /// to module maps or drops them), every symbol is shifted down by
+    /// `delta`. `false`, and the table as it was, where the shift would
+    /// change the symbols' order (an address wraps around) or perf's tree
+    /// was built already: the caller makes a new table then.
+    pub fn erase_and_shift(&mut self, gone: impl Fn(NodeId) -> bool, delta: u64) -> bool {
+        debug_assert!(self.index.unsorted.is_empty() && self.put_off.pending.is_empty(), "settled");
+        if self.tree.exact.is_some() || self.tree.replayed > 0 {
+            return false;
+        }
+        // Every symbol, erased ones too (perf's tree is replayed with
+        // them), keeps its place among the others: the shift is a rotation,
+        // which keeps the order of an interval without its wrapping point.
+        let lowest = self.syms.iter().map(|s| s.start).min();
+        let highest = self.syms.iter().map(|s| s.start).max();
+        if let (Some(lo), Some(hi)) = (lowest, highest)
+            && hi.wrapping_sub(delta) < lo.wrapping_sub(delta)
+        {
+            return false;
+        }
+        if delta != 0 {
+            for s in &mut self.syms {
+                s.start = s.start.wrapping_sub(delta);
+                s.end = s.end.wrapping_sub(delta);
+            }
+            for start in &mut self.index.starts {
+                *start = start.wrapping_sub(delta);
+            }
+        }
+        let (order, starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+        let mut kept = Vec::with_capacity(order.len());
+        let mut kept_starts = Vec::with_capacity(order.len());
+        for (id, start) in order.into_iter().zip(starts) {
+            if gone(id) {
+                self.erased(id);
+            } else {
+                kept.push(id);
+                kept_starts.push(start);
+            }
+        }
+        self.index.order = kept;
+        self.index.starts = kept_starts;
+        self.overlap.overlaps = None;
+        self.tree.walked.clear();
+        true
+    }
+
     /// perf's `symbols__fixup_end`: a zero-sized symbol ends where the next
     /// one starts (kallsyms: not across the kernel/module boundary), the
     /// last one at the page after its start.
@@ -502,7 +567,7 @@ impl SymTab {
         let Some(&last) = self.index.order.last() else { return };
         // The new ends first, the table only read: each symbol's end
         // depends on its own and its successor's start.
-        let mut ends = Vec::new();
+        let mut ends = Vec::with_capacity(self.index.order.len());
         let mut curr_mod = module(self.index.order[0]);
         for i in 1..self.index.order.len() {
             let (p, c) = (self.index.order[i - 1], self.index.order[i]);
