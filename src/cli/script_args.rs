@@ -133,7 +133,8 @@ pub struct ScriptArgs {
     pub vmlinux: Option<PathBuf>,
     pub full_source_path: bool,
     pub merge_callchains: bool,
-    pub comms: Option<String>,
+    /// `--comms`, as given: comms are compared as bytes.
+    pub comms: Option<Vec<u8>>,
     pub pid: Option<String>,
     pub tid: Option<String>,
     pub cpu: Option<String>,
@@ -363,7 +364,7 @@ fn apply(a: &mut ScriptArgs, o: &Opt, v: Value, raw: Option<&[u8]>) -> Result<()
         }
         "stop-bt" => a.stop_bt = string(v),
         "cpu" => a.cpu = string(v),
-        "comms" => a.comms = string(v),
+        "comms" => a.comms = bytes(&v, raw),
         "pid" => a.pid = string(v),
         "tid" => a.tid = string(v),
         "max-stack" => {

@@ -60,7 +60,7 @@ pub struct StacksConfig {
     pub cpu_list: Option<String>,
     pub pid_list: Option<String>,
     pub tid_list: Option<String>,
-    pub comm_list: Option<String>,
+    pub comm_list: Option<Vec<u8>>,
     pub threads: Threads,
     /// perf's output goes to a terminal, where it is line-buffered (see
     /// [`Printed`]).

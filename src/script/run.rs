@@ -36,7 +36,8 @@ pub struct ScriptConfig {
     pub cpu_list: Option<String>,
     pub pid_list: Option<String>,
     pub tid_list: Option<String>,
-    pub comm_list: Option<String>,
+    /// `--comms` as bytes (a comm need not be UTF-8).
+    pub comm_list: Option<Vec<u8>>,
     /// `--switch-on`, `--switch-off`: event names.
     pub switch_on: Option<String>,
     pub switch_off: Option<String>,
@@ -637,7 +638,7 @@ pub(crate) struct FilterLists<'c> {
     pub cpu: Option<&'c str>,
     pub pid: Option<&'c str>,
     pub tid: Option<&'c str>,
-    pub comm: Option<&'c str>,
+    pub comm: Option<&'c [u8]>,
 }
 
 /// perf's checks and settings of the sample filters before reading, for

@@ -16,7 +16,8 @@ pub struct TimeRange {
 
 #[derive(Debug, Clone, Default)]
 pub struct SampleFilter {
-    pub comms: Option<BTreeSet<String>>,
+    /// `--comms`: comms as bytes (a comm need not be UTF-8).
+    pub comms: Option<BTreeSet<Vec<u8>>>,
     pub pids: Option<BTreeSet<i32>>,
     pub tids: Option<BTreeSet<i32>>,
     pub cpus: Option<BTreeSet<u32>>,
@@ -30,7 +31,7 @@ impl SampleFilter {
     }
 
     /// `--comms`: a comma-separated list (perf's strlist).
-    pub fn parse_list(s: &str) -> BTreeSet<String> {
+    pub fn parse_list(s: &[u8]) -> BTreeSet<Vec<u8>> {
         parse_list(s)
     }
 
@@ -62,17 +63,16 @@ impl SampleFilter {
 
     /// The thread filters of `machine__resolve`.
     pub fn skip_thread(&self, comm: &[u8], pid: i32, tid: i32) -> bool {
-        // A comm that is not UTF-8 matches no entry of a --comms list.
-        self.comms.as_ref().is_some_and(|c| !std::str::from_utf8(comm).is_ok_and(|comm| c.contains(comm)))
+        self.comms.as_ref().is_some_and(|c| !c.contains(comm))
             || self.pids.as_ref().is_some_and(|p| !p.contains(&pid))
             || self.tids.as_ref().is_some_and(|t| !t.contains(&tid))
     }
 }
 
-/// A comma-separated list (perf's strlist: entries are trimmed, empty ones
-/// dropped).
-pub fn parse_list(s: &str) -> BTreeSet<String> {
-    s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
+/// A comma-separated list (perf's strlist: entries are trimmed of blanks,
+/// empty ones dropped), as bytes.
+pub fn parse_list(s: &[u8]) -> BTreeSet<Vec<u8>> {
+    s.split(|&b| b == b',').map(<[u8]>::trim_ascii).filter(|x| !x.is_empty()).map(<[u8]>::to_vec).collect()
 }
 
 /// A comma-separated list of integers, as perf's `intlist__parse_list`
@@ -341,9 +341,11 @@ mod tests {
 
     #[test]
     fn thread_filters() {
-        let f = SampleFilter { comms: Some(parse_list("a, b")), ..Default::default() };
+        let f = SampleFilter { comms: Some(parse_list(b"a, b,\xffw\xe9")), ..Default::default() };
         assert!(!f.skip_thread(b"b", 1, 1));
         assert!(f.skip_thread(b"c", 1, 1));
+        assert!(!f.skip_thread(b"\xffw\xe9", 1, 1));
+        assert!(f.skip_thread(b"\xffw", 1, 1));
         let f = SampleFilter { tids: Some(parse_int_list("5").unwrap()), cpus: Some(parse_cpu_list("1").unwrap()), ..Default::default() };
         assert!(f.skip_thread(b"x", 5, 6));
         assert!(f.skip_cpu(0));
