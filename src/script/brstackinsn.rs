@@ -238,8 +238,7 @@ impl Script {
     /// An instruction of a block: `\taddress\tinsn: ..` (and `\tilen: N`);
     /// its length (0: `<bad>`).
     fn insn_line(&mut self, w: &mut Walk, ip: u64, off: usize, len: usize) -> usize {
-        format::text(&mut self.buf, format_args!("\t{ip:016x}\t"));
-        let ilen = insn::dump(&mut self.buf, w.buf.get(off..len).unwrap_or_default(), w.bitness);
+        let (ilen, _) = self.insn_text(w, ip, off, len);
         if w.insnlen {
             format::text(&mut self.buf, format_args!("\tilen: {ilen}"));
         }
@@ -247,15 +246,20 @@ impl Script {
         ilen
     }
 
+    /// `\taddress\t` and perf's `dump_insn` of the instruction at `off` of
+    /// the block read; its length, and where its text starts in the output.
+    fn insn_text(&mut self, w: &Walk, ip: u64, off: usize, len: usize) -> (usize, usize) {
+        format::text(&mut self.buf, format_args!("\t{ip:016x}\t"));
+        let at = self.buf.len();
+        (insn::dump(&mut self.buf, w.buf.get(off..len).unwrap_or_default(), w.bitness), at)
+    }
+
     /// perf's `ip__fprintf_jump`: the branch instruction ending a block,
     /// its text padded to 30 columns, then the branch's flags, cycles and
     /// the IPC of the block (`insns` instructions).
     fn insn_jump(&mut self, w: &mut Walk, ip: u64, entry: &BranchEntry, off: usize, len: usize, insns: u32) {
-        format::text(&mut self.buf, format_args!("\t{ip:016x}\t"));
-        let at = self.buf.len();
-        let ilen = insn::dump(&mut self.buf, w.buf.get(off..len).unwrap_or_default(), w.bitness);
-        let printed = self.buf.len() - at;
-        if printed < 30 {
+        let (ilen, at) = self.insn_text(w, ip, off, len);
+        if self.buf.len() - at < 30 {
             self.buf.resize(at + 30, b' ');
         }
         self.buf.push(b'\t');
@@ -289,28 +293,18 @@ impl Script {
 /// bytes the decoder does not take (perf returns -1 there, which its
 /// caller takes as true).
 fn uncond_branch(bytes: &[u8], bitness: u32) -> bool {
-    let len = insn::insn_len(bytes, bitness);
-    if len == 0 {
+    if insn::insn_len(bytes, bitness) == 0 {
         return true;
     }
     // (VEX, EVEX and XOP encodings, never branches for perf, start with
     // 0xc4, 0xc5, 0x62 or 0x8f after the legacy prefixes: no case below.)
-    let legacy = |b: u8| matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3);
-    let mut i = 0;
-    let mut last_prefix = 0u8;
-    while i < len && legacy(bytes[i]) {
-        last_prefix = bytes[i];
-        i += 1;
-    }
-    if bitness == 64 && i < len && bytes[i] & 0xf0 == 0x40 {
-        i += 1;
-    }
-    let byte = |k: usize| bytes.get(i + k).copied().unwrap_or(0);
+    let p = insn::Prefixes::of(bytes, bitness);
+    let byte = |k: usize| bytes.get(p.opcode + k).copied().unwrap_or(0);
     match byte(0) {
         0x0f => match byte(1) {
             0x01 => match byte(2) {
                 0xc2 | 0xc3 => true,
-                0xca => matches!(last_prefix, 0xf2 | 0xf3),
+                0xca => matches!(p.last_legacy, 0xf2 | 0xf3),
                 _ => false,
             },
             0x05 | 0x34 | 0x07 | 0x35 => true,

@@ -110,7 +110,7 @@ impl InsnReader {
                 if i > 0 {
                     out.push(b' ');
                 }
-                out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+                hex_byte(out, *b);
             }
         }
     }
@@ -127,9 +127,14 @@ pub(super) fn dump(out: &mut Vec<u8>, bytes: &[u8], bitness: u32) -> usize {
     }
     out.extend_from_slice(b"insn: ");
     for &b in &bytes[..len] {
-        out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)], b' ']);
+        hex_byte(out, b);
+        out.push(b' ');
     }
     len
+}
+
+fn hex_byte(out: &mut Vec<u8>, b: u8) {
+    out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
 }
 
 /// Reads from `offset` until `buf` is full or the file ends (perf's
@@ -177,11 +182,7 @@ pub(super) fn insn_len(bytes: &[u8], bitness: u32) -> usize {
 /// operands are the same). 0 for anything else. Checked against perf-ref on
 /// random bytes (tests/hostile.rs).
 fn undefined_len(bytes: &[u8], bitness: u32, decode: impl Fn(&[u8]) -> usize) -> usize {
-    let legacy = |b: u8| matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3);
-    let mut i = bytes.iter().take_while(|&&b| legacy(b)).count();
-    if bitness == 64 && bytes.get(i).is_some_and(|b| b & 0xf0 == 0x40) {
-        i += 1;
-    }
+    let i = Prefixes::of(bytes, bitness).opcode;
     let Some(&op) = bytes.get(i) else { return 0 };
     let with = |k: usize, b: u8| {
         let mut v = bytes.to_vec();
@@ -206,14 +207,36 @@ fn undefined_len(bytes: &[u8], bitness: u32, decode: impl Fn(&[u8]) -> usize) ->
 /// one-byte opcode without operands (a CPU ignores such a REX instead;
 /// compilers never emit one). The length it gives then.
 fn rex_then_prefix(bytes: &[u8], bitness: u32) -> Option<usize> {
-    let legacy = |b: u8| matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3);
-    let rex = |b: u8| b & 0xf0 == 0x40;
-    if bitness != 64 {
-        return None;
+    let p = Prefixes::of(bytes, bitness);
+    let next = *bytes.get(p.opcode)?;
+    (p.rex && (is_legacy_prefix(next) || is_rex(next))).then_some(p.opcode + 1)
+}
+
+fn is_legacy_prefix(b: u8) -> bool {
+    matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3)
+}
+
+fn is_rex(b: u8) -> bool {
+    b & 0xf0 == 0x40
+}
+
+/// The prefixes the kernel's decoder reads before an opcode: legacy ones,
+/// then (in 64-bit mode) one REX.
+pub(super) struct Prefixes {
+    /// Where the opcode starts.
+    pub opcode: usize,
+    /// The last legacy prefix (0: none), which selects some opcodes.
+    pub last_legacy: u8,
+    rex: bool,
+}
+
+impl Prefixes {
+    pub fn of(bytes: &[u8], bitness: u32) -> Prefixes {
+        let legacy = bytes.iter().take_while(|&&b| is_legacy_prefix(b)).count();
+        let last_legacy = legacy.checked_sub(1).map_or(0, |i| bytes[i]);
+        let rex = bitness == 64 && bytes.get(legacy).is_some_and(|&b| is_rex(b));
+        Prefixes { opcode: legacy + usize::from(rex), last_legacy, rex }
     }
-    let i = bytes.iter().take_while(|&&b| legacy(b)).count();
-    let (&r, &next) = (bytes.get(i)?, bytes.get(i + 1)?);
-    (rex(r) && (legacy(next) || rex(next))).then_some(i + 2)
 }
 
 #[cfg(test)]
