@@ -152,14 +152,14 @@ impl Default for ScriptOptions {
 }
 
 /// A comma-separated list (perf's strlist: entries trimmed, empty ones
-/// dropped), as `--dsos`, `-S`, `--stop-bt` and `--comms` take them.
+/// dropped), as `-S` and `--stop-bt` take them.
 pub fn parse_list(s: &str) -> Vec<String> {
     s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
 }
 
 /// [`parse_list`] of bytes (`--dsos`: DSO names need not be UTF-8).
 pub fn parse_byte_list(s: &[u8]) -> Vec<Vec<u8>> {
-    s.split(|&b| b == b',').map(<[u8]>::trim_ascii).filter(|x| !x.is_empty()).map(<[u8]>::to_vec).collect()
+    crate::session::filter::list_entries(s).map(<[u8]>::to_vec).collect()
 }
 
 /// `--symfs DIR[,LAYOUT]` as perf's `symbol__config_symfs` reads it: the

@@ -72,7 +72,12 @@ impl SampleFilter {
 /// A comma-separated list (perf's strlist: entries are trimmed of blanks,
 /// empty ones dropped), as bytes.
 pub fn parse_list(s: &[u8]) -> BTreeSet<Vec<u8>> {
-    s.split(|&b| b == b',').map(<[u8]>::trim_ascii).filter(|x| !x.is_empty()).map(<[u8]>::to_vec).collect()
+    list_entries(s).map(<[u8]>::to_vec).collect()
+}
+
+/// The entries of a perf strlist, in order.
+pub(crate) fn list_entries(s: &[u8]) -> impl Iterator<Item = &[u8]> {
+    s.split(|&b| b == b',').map(<[u8]>::trim_ascii).filter(|x| !x.is_empty())
 }
 
 /// A comma-separated list of integers, as perf's `intlist__parse_list`
