@@ -230,12 +230,15 @@ fn branch_stack(out: &mut Vec<u8>, stack: &perf_data::sample::BranchStack<'_>) {
 /// `to`, then every `from` (one more line than entries).
 fn branch_callstack(out: &mut Vec<u8>, stack: &perf_data::sample::BranchStack<'_>) {
     format::text(out, format_args!("... branch callstack: nr:{}\n", stack.len() + 1));
-    for (i, e) in stack.iter().enumerate() {
-        if i == 0 {
-            format::text(out, format_args!("..... {i:2}: {:016x}\n", e.to));
-        }
-        format::text(out, format_args!("..... {:2}: {:016x}\n", i + 1, e.from));
+    for (i, ip) in callstack_ips(stack).enumerate() {
+        format::text(out, format_args!("..... {i:2}: {ip:016x}\n"));
     }
+}
+
+/// The frames an LBR call stack gives: the first entry's `to`, then every
+/// `from` (none for an empty stack).
+fn callstack_ips<'a>(stack: &perf_data::sample::BranchStack<'a>) -> impl Iterator<Item = u64> + 'a {
+    stack.iter().take(1).map(|e| e.to).chain(stack.iter().map(|e| e.from))
 }
 
 /// perf's `callchain__lbr_callstack_printf`: the callchain as the LBR call
@@ -244,10 +247,11 @@ fn branch_callstack(out: &mut Vec<u8>, stack: &perf_data::sample::BranchStack<'_
 /// entry.
 fn lbr_call_chain(out: &mut Vec<u8>, ips: &[u64], stack: &perf_data::sample::BranchStack<'_>) {
     let Some(marker) = ips.iter().position(|&ip| ip == context::USER) else { return };
-    let Some(first) = stack.iter().next() else { return };
+    if stack.is_empty() {
+        return;
+    }
     format::text(out, format_args!("... LBR call chain: nr:{}\n", marker + 2 + stack.len()));
-    let user = std::iter::once(first.to).chain(stack.iter().map(|e| e.from));
-    for (i, ip) in ips[..=marker].iter().copied().chain(user).enumerate() {
+    for (i, ip) in ips[..=marker].iter().copied().chain(callstack_ips(stack)).enumerate() {
         format::text(out, format_args!("..... {i:2}: {ip:016x}\n"));
     }
 }
