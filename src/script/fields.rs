@@ -116,8 +116,8 @@ const PRINTED_EMPTY: Field = f::CALLINDENT | f::SYNTH | f::MACHINE_PID | f::VCPU
 /// Fields perf refuses, with its messages, for recordings without their
 /// data; pstitch refuses them for recordings with it (it cannot print them
 /// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
-/// `brstackdisasm` disassembles the code between branches (and
-/// `brstackinsn` is not printed with source lines yet).
+/// (`brstackinsn`, `brstackinsnlen` and `brstackdisasm` are not printed
+/// with source lines yet.)
 const REFUSED_WITH_DATA: Field = f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM | f::BRCNTR | f::TOD;
 
 /// "pstitch does not support the '<name>' field" (for `detail`).
@@ -314,6 +314,12 @@ impl OutputFields {
                 }
                 return Err(FieldError("Invalid field requested.".into()));
             };
+            // perf 7.2 as Debian builds it has no libcapstone: it refuses
+            // `disasm` here, and prints `brstackdisasm` as `brstackinsn`
+            // (its disassembler's fallback is the raw bytes).
+            if change != Change::Remove && field == f::DISASM {
+                return Err(FieldError("Field \"disasm\" requires perf to be built with libcapstone support.".into()));
+            }
             if change != Change::Remove && field & SUPPORTED == 0 {
                 return Err(unsupported(field, ""));
             }
@@ -414,9 +420,6 @@ impl OutputFields {
                 return Err(FieldError(
                     "Display of branch stack assembler requested, but non all-branch filter set\nHint: run 'perf record -b ...'".into(),
                 ));
-            }
-            if insn & f::BRSTACKDISASM != 0 {
-                return Err(unsupported(f::BRSTACKDISASM, " (it disassembles the code between branches)"));
             }
             if has(f::SRCLINE, self) || has(f::SRCCODE, self) {
                 return Err(unsupported(insn & insn.wrapping_neg(), " together with 'srcline' or 'srccode'"));
@@ -586,7 +589,9 @@ mod tests {
         assert_eq!(e, "pstitch does not support the 'brstackinsn' field together with 'srcline' or 'srccode'");
         let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
         o.parse("ip,brstackdisasm").unwrap();
-        let e = o.check_attr(&branches, "cpu-clock", false).unwrap_err().0;
-        assert_eq!(e, "pstitch does not support the 'brstackdisasm' field (it disassembles the code between branches)");
+        o.check_attr(&branches, "cpu-clock", false).unwrap();
+        let mut o = OutputFields::default();
+        assert_eq!(o.parse("ip,disasm").unwrap_err().0, "Field \"disasm\" requires perf to be built with libcapstone support.");
+        OutputFields::default().parse("-disasm").unwrap();
     }
 }
