@@ -673,6 +673,11 @@ mod tests {
         let size = u64::from_le_bytes(raw[8..16].try_into().unwrap()) as usize;
         let data = elf.data(s).expect("inflates");
         assert_eq!(data.len(), size);
+        let c = elf.compression(s).expect("compressed");
+        assert_eq!(c, Compression { ch_type: ELFCOMPRESS_ZLIB, claim: size as u64 });
+        assert!(elf.inflated_len_ok(c, size as u64));
+        assert!(!elf.inflated_len_ok(c, size as u64 - 1) && !elf.inflated_len_ok(c, size as u64 + 1));
+        assert_eq!(elf.compression(elf.section_by_name(".symtab").expect(".symtab").1), None);
         // The unit header's length field covers the first unit.
         let unit = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
         assert!(unit + 4 <= size);
@@ -713,6 +718,10 @@ mod tests {
             let e = with_claim(claim);
             let data = e.data(e.section_by_name(".debug_info").unwrap().1);
             assert!(data.as_deref() == Some(&plain[..]), "claim {claim}");
+            let c = e.compression(e.section_by_name(".debug_info").unwrap().1).expect("compressed");
+            assert_eq!(c, Compression { ch_type: ELFCOMPRESS_ZSTD, claim });
+            assert!(e.inflated_len_ok(c, size) && e.inflated_len_ok(c, size / 2));
+            assert_eq!(e.inflated_len_ok(c, size + 1), claim > size);
         }
         let e = with_claim(size - 1);
         assert!(e.data(e.section_by_name(".debug_info").unwrap().1).is_none());

@@ -1928,6 +1928,41 @@ mod tests {
         Dwarf::new(Sections::load(&elf, None).expect("dwarf"), elf.little_endian)
     }
 
+    /// The sections a cache file gives are the bytes `Elf::data`
+    /// inflates, whether the run wrote the file or mapped it; the
+    /// compressed ones come from the file, the others from the object.
+    #[test]
+    fn sections_from_a_cache_file_are_the_inflated_bytes() {
+        use crate::symbols::a2l::cache::{Dir, Key};
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+        let elf = Elf::parse(Arc::new(FileBytes::Owned(std::fs::read(p).expect("fixture")))).expect("elf");
+        let key = Key { build_id: elf.build_id().expect("build-id"), file_size: elf.file_bytes().len() as u64, sections: Sections::file_sizes(&elf) };
+        let dir = std::env::temp_dir().join(format!("pstitch-sections-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let place = Place::new(&Dir::at(&dir), &key);
+        let plain = Sections::load(&elf, None).expect("dwarf");
+        let cold = Sections::load(&elf, Some(&place)).expect("dwarf");
+        assert!(Dir::at(&dir).sections_file(&key).is_file(), "the cold load wrote the file");
+        let warm = Sections::load(&elf, Some(&place)).expect("dwarf");
+        let object = elf.file_bytes();
+        let in_object = |b: &[u8]| object.as_ptr_range().contains(&b.as_ptr());
+        let all = |s: &Sections| [s.info.clone(), s.abbrev.clone(), s.line.clone(), s.str.clone(), s.line_str.clone(), s.ranges.clone(), s.rnglists.clone(), s.addr.clone(), s.str_offsets.clone()];
+        let mut from_file = 0;
+        for (i, ((a, b), c)) in all(&plain).iter().zip(all(&cold)).zip(all(&warm)).enumerate() {
+            assert!(a[..] == b[..] && a[..] == c[..], "section {}", SECTION_NAMES[i]);
+            let compressed = Sections::header(&elf, SECTION_NAMES[i]).and_then(|h| elf.compression(h)).is_some();
+            if compressed {
+                assert!(!in_object(&c[..]), "{} mapped from the cache file", SECTION_NAMES[i]);
+                from_file += 1;
+            } else if !c.is_empty() {
+                assert!(in_object(&c[..]), "{} from the object", SECTION_NAMES[i]);
+            }
+        }
+        assert!(from_file > 0, "the fixture has compressed debug sections");
+        assert_eq!((plain.has_ranges, plain.has_rnglists), (warm.has_ranges, warm.has_rnglists));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn packed_line_tables_answer_alike() {
         // Packed at the end of the lookup that decoded them, or by the
