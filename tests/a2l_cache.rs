@@ -1,8 +1,10 @@
-//! The addr2line cache (`src/symbols/a2l/cache.rs`) against perf's own
+//! The addr2line cache (`src/symbols/a2l/cache.rs`, and the inflated
+//! debug sections beside it, `sections_cache.rs`) against perf's own
 //! output: golden variants with inline frames and source lines, run with
-//! one fresh cache directory cold (the cache is written), warm (read),
-//! with a stale key, with damaged files and with a cache directory that
-//! cannot be written. Every run must print the perf-ref golden `.out`.
+//! one fresh cache directory cold (the cache is written), warm (read, the
+//! sections mapped and nothing inflated), with a stale key, with damaged
+//! files and with a cache directory that cannot be written. Every run must
+//! print the perf-ref golden `.out`.
 
 mod golden_common;
 
@@ -50,12 +52,29 @@ fn run(case: &str, variant: &str, cache_home: &Path, threads: &str, what: &str) 
 /// A way to damage a cache file's bytes.
 type Damage = Box<dyn Fn(&[u8]) -> Vec<u8>>;
 
-fn cache_files(home: &Path) -> Vec<PathBuf> {
+/// The summary files (`sections: false`) or the sections files.
+fn files_of(home: &Path, sections: bool) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(home.join("pstitch"))
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("a2l-"))).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with("a2l-") && n.ends_with(".sec") == sections
+                }))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
+}
+
+fn cache_files(home: &Path) -> Vec<PathBuf> {
+    files_of(home, false)
+}
+
+fn section_files(home: &Path) -> Vec<PathBuf> {
+    files_of(home, true)
 }
 
 /// The cache file's own checksum (FNV-1a of all before it), so that a
@@ -78,6 +97,103 @@ fn file_size_at(bytes: &[u8]) -> usize {
     20 + n
 }
 
+/// The sections files a run says it did `what` with (`mapped`,
+/// `inflated`, `ignored`, ...), by name.
+fn sections_said(r: &Run, what: &str) -> Vec<String> {
+    let mut v: Vec<String> = r
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("pstitch: a2l sections: "))
+        .filter_map(|l| l.split_once(": "))
+        .filter(|(_, said)| said.starts_with(what))
+        .map(|(path, _)| path.to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn names(files: &[PathBuf]) -> Vec<String> {
+    files.iter().map(|f| f.display().to_string()).collect()
+}
+
+/// A sections file with its checksum (CRC-32 of all before it) made good
+/// again, so that the checks behind it are what reject it.
+fn resign_sections(body: &[u8]) -> Vec<u8> {
+    let mut v = body.to_vec();
+    v.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+    v
+}
+
+/// Every sections file damaged in each way in turn: each run prints
+/// perf's output, ignores every file (saying so), inflates, and writes
+/// good files again (the next run maps them and inflates nothing).
+fn damaged_sections_files(case: &str, variant: &str, home: &Path, threads: &str) {
+    let label = format!("{case}/{variant}");
+    let files = section_files(home);
+    let good: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let damages: Vec<(&str, Damage)> = vec![
+        ("a payload byte flipped", Box::new(|b: &[u8]| {
+            let mut v = b.to_vec();
+            v[b.len() / 2] ^= 0x20;
+            v
+        })),
+        ("truncated", Box::new(|b: &[u8]| b[..b.len() - 4096].to_vec())),
+        ("zero length", Box::new(|_: &[u8]| Vec::new())),
+        ("wrong magic (signed)", Box::new(|b: &[u8]| {
+            let mut body = b[..b.len() - 4].to_vec();
+            body[3] ^= 1;
+            resign_sections(&body)
+        })),
+        ("huge section count (signed)", Box::new(|b: &[u8]| {
+            let mut body = b[..b.len() - 4].to_vec();
+            let at = file_size_at(&body) + 8;
+            let k = u32::from_le_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+            let m = at + 4 + 8 * k;
+            body[m..m + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+            resign_sections(&body)
+        })),
+        ("stale key (signed)", Box::new(|b: &[u8]| {
+            let mut body = b[..b.len() - 4].to_vec();
+            let at = file_size_at(&body);
+            body[at] ^= 1;
+            resign_sections(&body)
+        })),
+    ];
+    for (what, damage) in &damages {
+        for (f, g) in files.iter().zip(&good) {
+            std::fs::write(f, damage(g)).unwrap();
+        }
+        let r = run(case, variant, home, threads, what);
+        assert_eq!(sections_said(&r, "ignored"), names(&files), "{label}: {what}: not every damaged sections file ignored:\n{}", r.stderr);
+        // (With threads, the decoder's reading of the same object may
+        // come after the session wrote the file anew, and map that.)
+        if threads == "1" {
+            assert!(sections_said(&r, "mapped").is_empty(), "{label}: {what}: a damaged sections file mapped:\n{}", r.stderr);
+        }
+        for (f, g) in files.iter().zip(&good) {
+            assert!(std::fs::read(f).unwrap() == *g, "{label}: {what}: {} not written anew", f.display());
+        }
+    }
+    // A directory where the file should be: ignored, and not replaced.
+    for f in &files {
+        std::fs::remove_file(f).unwrap();
+        std::fs::create_dir(f).unwrap();
+    }
+    let r = run(case, variant, home, threads, "a directory at the sections file's name");
+    assert_eq!(sections_said(&r, "ignored"), names(&files), "{label}: {}", r.stderr);
+    assert_eq!(sections_said(&r, "inflated"), names(&files), "{label}: {}", r.stderr);
+    for f in &files {
+        std::fs::remove_dir(f).unwrap();
+    }
+    // No file (deleted): inflated and written again.
+    let r = run(case, variant, home, threads, "sections files deleted");
+    assert_eq!(sections_said(&r, "none yet"), names(&files), "{label}: {}", r.stderr);
+    assert_eq!(section_files(home), files, "{label}: sections files not written again");
+    let r = run(case, variant, home, threads, "sections files written again");
+    assert!(sections_said(&r, "inflated").is_empty(), "{label}: {}", r.stderr);
+}
+
 fn reads(r: &Run) -> usize {
     r.stderr.lines().filter(|l| l.starts_with("pstitch: a2l cache: ") && l.contains(": read ")).count()
 }
@@ -98,9 +214,28 @@ fn variant_through_every_cache_state(case: &str, variant: &str, threads: &str) {
     let files = cache_files(&home);
     assert!(!files.is_empty(), "{label}: cold run wrote no cache:\n{}", cold.stderr);
 
+    // Every object these variants read inline frames of keeps its debug
+    // sections compressed (Debian's .debug files): a sections file each.
+    let sections = section_files(&home);
+    assert!(!sections.is_empty(), "{label}: cold run wrote no sections file:\n{}", cold.stderr);
+    assert_eq!(sections_said(&cold, "inflated"), names(&sections), "{label}: cold:\n{}", cold.stderr);
+
     let warm = run(case, variant, &home, threads, "warm");
     assert_eq!(reads(&warm), files.len(), "{label}: warm run did not read every cache file:\n{}", warm.stderr);
     assert_eq!(nothing_read(&warm), 0, "{label}: warm:\n{}", warm.stderr);
+    assert_eq!(sections_said(&warm, "mapped"), names(&sections), "{label}: warm run did not map every sections file:\n{}", warm.stderr);
+    assert!(sections_said(&warm, "inflated").is_empty(), "{label}: warm run inflated:\n{}", warm.stderr);
+
+    // Without the summaries (deleted), the sections file still serves.
+    for f in &files {
+        std::fs::remove_file(f).unwrap();
+    }
+    let r = run(case, variant, &home, threads, "summaries deleted");
+    assert_eq!(sections_said(&r, "mapped"), names(&sections), "{label}: summaries deleted:\n{}", r.stderr);
+    assert!(sections_said(&r, "inflated").is_empty(), "{label}: summaries deleted:\n{}", r.stderr);
+    assert_eq!(cache_files(&home), files, "{label}: summaries not written again");
+
+    damaged_sections_files(case, variant, &home, threads);
 
     // Stale: another file size in the key (checksum made good again).
     for f in &files {
@@ -112,6 +247,7 @@ fn variant_through_every_cache_state(case: &str, variant: &str, threads: &str) {
     }
     let stale = run(case, variant, &home, threads, "stale key");
     assert_eq!(reads(&stale), 0, "{label}: a stale cache was read:\n{}", stale.stderr);
+    assert!(sections_said(&stale, "inflated").is_empty(), "{label}: stale summaries:\n{}", stale.stderr);
     // It was written anew, for the file as it is.
     assert_eq!(reads(&run(case, variant, &home, threads, "after stale")), files.len(), "{label}");
 

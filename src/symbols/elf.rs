@@ -109,16 +109,22 @@ pub fn open_regular(path: &Path) -> Option<File> {
 
 /// Maps `path` read-only; `None` if it is not a readable regular file.
 pub fn map_file(path: &Path) -> Option<Arc<FileBytes>> {
-    let file = open_regular(path)?;
+    map_opened(&open_regular(path)?)
+}
+
+/// Maps an opened regular file read-only (a copy if mapping fails).
+pub fn map_opened(file: &File) -> Option<Arc<FileBytes>> {
     let meta = file.metadata().ok()?;
     if meta.len() == 0 {
         return Some(Arc::new(FileBytes::Owned(Vec::new())));
     }
-    match crate::engine::mapping::Mapping::map(&file) {
+    match crate::engine::mapping::Mapping::map(file) {
         Ok(m) => Some(Arc::new(FileBytes::Shared(Arc::new(m)))),
         Err(_) => {
             let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut &file, &mut v).ok()?;
+            // From the start, wherever the file's offset is.
+            std::io::Seek::seek(&mut &*file, std::io::SeekFrom::Start(0)).ok()?;
+            std::io::Read::read_to_end(&mut &*file, &mut v).ok()?;
             Some(Arc::new(FileBytes::Owned(v)))
         }
     }
@@ -202,6 +208,14 @@ pub struct Elf {
     /// finds no section by name).
     pub names_ok: bool,
     pub phdrs: Vec<Phdr>,
+}
+
+/// A compressed section's header: `ch_type` (`ELFCOMPRESS_*`) and the
+/// size it claims the section inflates to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compression {
+    pub ch_type: u32,
+    pub claim: u64,
 }
 
 /// `sh_flags`: the section's data is compressed (a header, then zlib or
@@ -331,22 +345,49 @@ impl Elf {
     /// of the file holding it: a section that would is not read.
     pub fn data(&self, s: &Section) -> Option<Cow<'_, [u8]>> {
         let raw = self.raw_data(s)?;
-        if s.sh_flags & SHF_COMPRESSED == 0 {
-            return Some(Cow::Borrowed(raw));
-        }
-        let (ch_type, claim, hdr_len) = if self.is_64 {
-            (self.u32_at(raw, 0)?, self.u64_at(raw, 8)?, 24)
-        } else {
-            (self.u32_at(raw, 0)?, self.u32_at(raw, 4)? as u64, 12)
+        let Some(c) = self.compression(s) else {
+            return (s.sh_flags & SHF_COMPRESSED == 0).then_some(Cow::Borrowed(raw));
         };
-        let body = raw.get(hdr_len..)?;
-        let limit = (self.bytes.len() as u64).saturating_mul(MAX_INFLATION);
-        let out = match ch_type {
-            ELFCOMPRESS_ZLIB if claim <= limit => inflate::zlib(body, usize::try_from(claim).ok()?)?,
-            ELFCOMPRESS_ZSTD => inflate::zstd(body, usize::try_from(claim.min(limit)).ok()?)?,
+        let body = raw.get(if self.is_64 { 24 } else { 12 }..)?;
+        let out = match c.ch_type {
+            ELFCOMPRESS_ZLIB if c.claim <= self.inflation_limit() => inflate::zlib(body, usize::try_from(c.claim).ok()?)?,
+            ELFCOMPRESS_ZSTD => inflate::zstd(body, usize::try_from(c.claim.min(self.inflation_limit())).ok()?)?,
             _ => return None,
         };
+        debug_assert!(self.inflated_len_ok(c, out.len() as u64));
         Some(Cow::Owned(out))
+    }
+
+    /// The compression header of an `SHF_COMPRESSED` section (`None`: not
+    /// compressed, or no room for the header, which [`Elf::data`] does
+    /// not read either).
+    pub fn compression(&self, s: &Section) -> Option<Compression> {
+        if s.sh_flags & SHF_COMPRESSED == 0 {
+            return None;
+        }
+        let raw = self.raw_data(s)?;
+        let (ch_type, claim) = if self.is_64 {
+            (self.u32_at(raw, 0)?, self.u64_at(raw, 8)?)
+        } else {
+            (self.u32_at(raw, 0)?, self.u32_at(raw, 4)? as u64)
+        };
+        raw.get(if self.is_64 { 24 } else { 12 }..)?;
+        Some(Compression { ch_type, claim })
+    }
+
+    /// `len` bytes can be what [`Elf::data`] inflates a section with
+    /// header `c` to (zlib: the claim exactly; zstd: up to the claim and
+    /// the limit; nothing for any other type).
+    pub fn inflated_len_ok(&self, c: Compression, len: u64) -> bool {
+        match c.ch_type {
+            ELFCOMPRESS_ZLIB => len == c.claim && c.claim <= self.inflation_limit(),
+            ELFCOMPRESS_ZSTD => len <= c.claim.min(self.inflation_limit()),
+            _ => false,
+        }
+    }
+
+    fn inflation_limit(&self) -> u64 {
+        (self.bytes.len() as u64).saturating_mul(MAX_INFLATION)
     }
 
     pub fn u16_at(&self, d: &[u8], off: usize) -> Option<u16> {
@@ -632,6 +673,11 @@ mod tests {
         let size = u64::from_le_bytes(raw[8..16].try_into().unwrap()) as usize;
         let data = elf.data(s).expect("inflates");
         assert_eq!(data.len(), size);
+        let c = elf.compression(s).expect("compressed");
+        assert_eq!(c, Compression { ch_type: ELFCOMPRESS_ZLIB, claim: size as u64 });
+        assert!(elf.inflated_len_ok(c, size as u64));
+        assert!(!elf.inflated_len_ok(c, size as u64 - 1) && !elf.inflated_len_ok(c, size as u64 + 1));
+        assert_eq!(elf.compression(elf.section_by_name(".symtab").expect(".symtab").1), None);
         // The unit header's length field covers the first unit.
         let unit = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
         assert!(unit + 4 <= size);
@@ -672,6 +718,10 @@ mod tests {
             let e = with_claim(claim);
             let data = e.data(e.section_by_name(".debug_info").unwrap().1);
             assert!(data.as_deref() == Some(&plain[..]), "claim {claim}");
+            let c = e.compression(e.section_by_name(".debug_info").unwrap().1).expect("compressed");
+            assert_eq!(c, Compression { ch_type: ELFCOMPRESS_ZSTD, claim });
+            assert!(e.inflated_len_ok(c, size) && e.inflated_len_ok(c, size / 2));
+            assert_eq!(e.inflated_len_ok(c, size + 1), claim > size);
         }
         let e = with_claim(size - 1);
         assert!(e.data(e.section_by_name(".debug_info").unwrap().1).is_none());

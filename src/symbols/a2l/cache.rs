@@ -12,7 +12,9 @@
 //! version, build-id, file size, the size of each debug section) is the
 //! object's. Files are written whole to a temporary name and renamed, so a
 //! reader sees an old file or a new one, never half of one; deleting one
-//! at any time is safe.
+//! at any time is safe. The inflated debug sections of the same object go
+//! to `a2l-<build-id>.sec` beside it ([`super::sections_cache`], which
+//! shares this file's key and field writers).
 //!
 //! ```text
 //!   "PSTITCH-A2L\0"  u32 version
@@ -144,6 +146,14 @@ impl Dir {
         let hex: String = key.build_id.iter().map(|b| format!("{b:02x}")).collect();
         self.path.join(format!("a2l-{hex}"))
     }
+
+    /// The file of an object's inflated debug sections
+    /// ([`super::sections_cache`]).
+    pub fn sections_file(&self, key: &Key) -> PathBuf {
+        let mut name = self.file(key).into_os_string();
+        name.push(".sec");
+        name.into()
+    }
 }
 
 /// The summaries stored for `key`, if a good file holds them.
@@ -163,12 +173,21 @@ pub fn load(path: &Path, key: &Key) -> Option<Summary> {
 /// Writes `summary` for `key` (to a temporary file, renamed into place).
 pub fn store(path: &Path, key: &Key, summary: &Summary) -> std::io::Result<()> {
     let bytes = encode(key, summary);
+    write_atomically(path, |f| std::io::Write::write_all(f, &bytes))
+}
+
+/// Writes a file whole: `write` fills a temporary file in the same
+/// directory (made if missing), which is then renamed to `path`, so a
+/// reader sees the old file or the new one, never a part. The temporary
+/// name is this process's and thread's own; it is removed on failure.
+pub fn write_atomically(path: &Path, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("a2l");
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::write(&tmp, &bytes).and_then(|_| std::fs::rename(&tmp, path));
+    let thread: String = format!("{:?}", std::thread::current().id()).chars().filter(char::is_ascii_digit).collect();
+    let tmp = path.with_file_name(format!(".{name}.{}.{thread}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| write(&mut f)).and_then(|_| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -184,29 +203,30 @@ fn fnv(bytes: &[u8]) -> u64 {
     h
 }
 
-struct Out(Vec<u8>);
+/// A writer of the little-endian fields of a cache file.
+pub(super) struct Out(pub(super) Vec<u8>);
 
 impl Out {
-    fn u8(&mut self, v: u8) {
+    pub(super) fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    fn u16(&mut self, v: u16) {
+    pub(super) fn u16(&mut self, v: u16) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn u32(&mut self, v: u32) {
+    pub(super) fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn u64(&mut self, v: u64) {
+    pub(super) fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn len(&mut self, n: usize) {
+    pub(super) fn len(&mut self, n: usize) {
         self.u32(u32::try_from(n).unwrap_or(u32::MAX));
     }
-    fn bytes(&mut self, b: &[u8]) {
+    pub(super) fn bytes(&mut self, b: &[u8]) {
         self.len(b.len());
         self.0.extend_from_slice(b);
     }
-    fn opt(&mut self, v: Option<u64>) {
+    pub(super) fn opt(&mut self, v: Option<u64>) {
         match v {
             None => self.u8(0),
             Some(v) => {
@@ -215,7 +235,7 @@ impl Out {
             }
         }
     }
-    fn range(&mut self, r: Option<(u64, u64)>) {
+    pub(super) fn range(&mut self, r: Option<(u64, u64)>) {
         match r {
             None => self.u8(0),
             Some((l, h)) => {
@@ -225,7 +245,17 @@ impl Out {
             }
         }
     }
-    fn ranges(&mut self, rs: &[(u64, u64)]) {
+    /// An object's key: u32 n, n bytes build-id; u64 file size; u32 k,
+    /// k x u64 section sizes.
+    pub(super) fn key(&mut self, key: &Key) {
+        self.bytes(&key.build_id);
+        self.u64(key.file_size);
+        self.len(key.sections.len());
+        for &v in &key.sections {
+            self.u64(v);
+        }
+    }
+    pub(super) fn ranges(&mut self, rs: &[(u64, u64)]) {
         self.len(rs.len());
         for &(l, h) in rs {
             self.u64(l);
@@ -238,12 +268,7 @@ pub fn encode(key: &Key, s: &Summary) -> Vec<u8> {
     let mut o = Out(Vec::with_capacity(64 + s.units.len() * 96));
     o.0.extend_from_slice(MAGIC);
     o.u32(VERSION);
-    o.bytes(&key.build_id);
-    o.u64(key.file_size);
-    o.len(key.sections.len());
-    for &v in &key.sections {
-        o.u64(v);
-    }
+    o.key(key);
     o.u8(s.ended as u8);
     o.len(s.units.len());
     for (h, d) in s.units.iter().zip(s.decodes.iter().chain(std::iter::repeat(&None))) {
@@ -290,10 +315,10 @@ pub fn encode(key: &Key, s: &Summary) -> Vec<u8> {
 }
 
 /// A reader that fails (`None`) at the end of its bytes.
-struct In<'a>(&'a [u8]);
+pub(super) struct In<'a>(pub(super) &'a [u8]);
 
 impl In<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
+    pub(super) fn take(&mut self, n: usize) -> Option<&[u8]> {
         if self.0.len() < n {
             return None;
         }
@@ -301,42 +326,50 @@ impl In<'_> {
         self.0 = b;
         Some(a)
     }
-    fn u8(&mut self) -> Option<u8> {
+    pub(super) fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Option<u16> {
+    pub(super) fn u16(&mut self) -> Option<u16> {
         Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(super) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub(super) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
     /// A count of items of at least `each` bytes: no more than the bytes
     /// left can hold.
-    fn count(&mut self, each: usize) -> Option<usize> {
+    pub(super) fn count(&mut self, each: usize) -> Option<usize> {
         let n = self.u32()? as usize;
         (n.checked_mul(each)? <= self.0.len()).then_some(n)
     }
-    fn bytes(&mut self) -> Option<&[u8]> {
+    pub(super) fn bytes(&mut self) -> Option<&[u8]> {
         let n = self.count(1)?;
         self.take(n)
     }
-    fn flag(&mut self) -> Option<bool> {
+    pub(super) fn flag(&mut self) -> Option<bool> {
         match self.u8()? {
             0 => Some(false),
             1 => Some(true),
             _ => None,
         }
     }
-    fn opt(&mut self) -> Option<Option<u64>> {
+    pub(super) fn opt(&mut self) -> Option<Option<u64>> {
         Some(if self.flag()? { Some(self.u64()?) } else { None })
     }
-    fn range(&mut self) -> Option<Option<(u64, u64)>> {
+    pub(super) fn range(&mut self) -> Option<Option<(u64, u64)>> {
         Some(if self.flag()? { Some((self.u64()?, self.u64()?)) } else { None })
     }
-    fn ranges(&mut self) -> Option<Vec<(u64, u64)>> {
+    /// See [`Out::key`].
+    pub(super) fn key(&mut self) -> Option<Key> {
+        let build_id = self.bytes()?.to_vec();
+        let file_size = self.u64()?;
+        let n = self.count(8)?;
+        let sections = (0..n).map(|_| self.u64()).collect::<Option<Vec<_>>>()?;
+        Some(Key { build_id, file_size, sections })
+    }
+    pub(super) fn ranges(&mut self) -> Option<Vec<(u64, u64)>> {
         let n = self.count(16)?;
         (0..n).map(|_| Some((self.u64()?, self.u64()?))).collect()
     }
@@ -353,11 +386,7 @@ pub fn decode(bytes: &[u8], key: &Key) -> Option<Summary> {
     if r.take(MAGIC.len())? != MAGIC || r.u32()? != VERSION {
         return None;
     }
-    let build_id = r.bytes()?.to_vec();
-    let file_size = r.u64()?;
-    let n = r.count(8)?;
-    let sections = (0..n).map(|_| r.u64()).collect::<Option<Vec<_>>>()?;
-    if (Key { build_id, file_size, sections }) != *key {
+    if r.key()? != *key {
         return None;
     }
     let ended = r.flag()?;

@@ -49,6 +49,7 @@ use gimli::{AttributeValue, DebugInfo, EndianSlice, RunTimeEndian};
 
 use super::abbrev;
 use super::cache::{Decode, DecodeSummary, Summary, UnitHeader};
+use super::sections_cache::{Compressed, Place};
 use crate::engine::board::Board;
 use super::lines::{LineHit, LineTable, NameMemo, Rows, StrSections};
 use super::ranges::RangeIndex;
@@ -124,25 +125,49 @@ impl Sections {
     }
 
     /// The sections of `elf`, inflated where compressed; `None` without a
-    /// readable `.debug_info`.
-    pub fn load(elf: &Elf) -> Option<Sections> {
-        let get = |name: &str| -> Option<SectionBytes> { elf.section_bytes(Sections::header(elf, name)?) };
-        let info = get(".debug_info")?;
-        let empty = SectionBytes::empty();
-        let ranges = get(".debug_ranges");
-        let rnglists = get(".debug_rnglists");
+    /// readable `.debug_info`. With a `place` for its sections file
+    /// ([`super::sections_cache`]), compressed sections come from a good
+    /// file there instead, and a run that inflates any writes the file
+    /// anew (nothing is opened for an object without compressed sections).
+    pub fn load(elf: &Elf, place: Option<&Place>) -> Option<Sections> {
+        let headers = SECTION_NAMES.map(|n| Sections::header(elf, n));
+        let compressed: Vec<Compressed> = (0..headers.len())
+            .filter_map(|i| Some(Compressed { section: i as u32, header: elf.compression(headers[i]?)? }))
+            .collect();
+        let place = place.filter(|_| !compressed.is_empty());
+        let mapped = place.and_then(|p| p.open(elf, &compressed));
+        let mut got = Vec::with_capacity(headers.len());
+        let mut inflated = 0;
+        for (i, h) in headers.iter().enumerate() {
+            let cached = mapped.as_ref().and_then(|m| m.section(i as u32));
+            let b = cached.or_else(|| {
+                let b = elf.section_bytes((*h)?)?;
+                inflated += usize::from(compressed.iter().any(|c| c.section == i as u32));
+                Some(b)
+            });
+            if i == 0 && b.is_none() {
+                return None;
+            }
+            got.push(b);
+        }
+        if let Some(p) = place.filter(|_| inflated > 0) {
+            let keep: Vec<(Compressed, &[u8])> = compressed.iter().filter_map(|c| Some((*c, got[c.section as usize].as_deref()?))).collect();
+            p.store(&keep, inflated);
+        }
+        let [info, abbrev, line, str, line_str, ranges, rnglists, addr, str_offsets]: [Option<SectionBytes>; 9] = got.try_into().ok()?;
+        let or_empty = |b: Option<SectionBytes>| b.unwrap_or_default();
         Some(Sections {
-            info,
-            abbrev: get(".debug_abbrev").unwrap_or_else(|| empty.clone()),
-            line: get(".debug_line").unwrap_or_else(|| empty.clone()),
-            str: get(".debug_str").unwrap_or_else(|| empty.clone()),
-            line_str: get(".debug_line_str").unwrap_or_else(|| empty.clone()),
+            info: info?,
+            abbrev: or_empty(abbrev),
+            line: or_empty(line),
+            str: or_empty(str),
+            line_str: or_empty(line_str),
             has_ranges: ranges.is_some(),
             has_rnglists: rnglists.is_some(),
-            ranges: ranges.unwrap_or_else(|| empty.clone()),
-            rnglists: rnglists.unwrap_or_else(|| empty.clone()),
-            addr: get(".debug_addr").unwrap_or_else(|| empty.clone()),
-            str_offsets: get(".debug_str_offsets").unwrap_or(empty),
+            ranges: or_empty(ranges),
+            rnglists: or_empty(rnglists),
+            addr: or_empty(addr),
+            str_offsets: or_empty(str_offsets),
         })
     }
 }
@@ -434,8 +459,8 @@ pub struct Dwarf {
     /// Calls answered from `abstract_memo` (`None`: none are, for tests).
     abstract_hits: Option<u64>,
     /// The file to read the sections from when first needed (`s` is
-    /// empty until then).
-    loader: Option<Elf>,
+    /// empty until then), and where its inflated sections may be kept.
+    loader: Option<(Elf, Option<Place>)>,
     /// What a cache says of the units (see [`super::cache`]).
     summary: Option<Arc<Summary>>,
     /// What this reading found out beyond `summary`, to store.
@@ -573,10 +598,10 @@ impl Dwarf {
 
     /// A reading of `elf`'s DWARF that takes units from `summary` and
     /// inflates the sections only when bytes are needed.
-    pub fn lazy(elf: Elf, summary: Arc<Summary>) -> Dwarf {
+    pub fn lazy(elf: Elf, summary: Arc<Summary>, place: Option<Place>) -> Dwarf {
         let le = elf.little_endian;
         let mut d = Dwarf::new(Sections::default(), le);
-        d.loader = Some(elf);
+        d.loader = Some((elf, place));
         d.summary = Some(summary);
         d
     }
@@ -591,8 +616,8 @@ impl Dwarf {
 
     /// The sections, read now if they were not.
     fn load_sections(&mut self) {
-        if let Some(elf) = self.loader.take() {
-            self.s = Sections::load(&elf).unwrap_or_default();
+        if let Some((elf, place)) = self.loader.take() {
+            self.s = Sections::load(&elf, place.as_ref()).unwrap_or_default();
         }
     }
 
@@ -1900,7 +1925,42 @@ mod tests {
     fn dwarf(rel: &str) -> Dwarf {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin").join(rel);
         let elf = Elf::parse(Arc::new(FileBytes::Owned(std::fs::read(p).expect("fixture")))).expect("elf");
-        Dwarf::new(Sections::load(&elf).expect("dwarf"), elf.little_endian)
+        Dwarf::new(Sections::load(&elf, None).expect("dwarf"), elf.little_endian)
+    }
+
+    /// The sections a cache file gives are the bytes `Elf::data`
+    /// inflates, whether the run wrote the file or mapped it; the
+    /// compressed ones come from the file, the others from the object.
+    #[test]
+    fn sections_from_a_cache_file_are_the_inflated_bytes() {
+        use crate::symbols::a2l::cache::{Dir, Key};
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
+        let elf = Elf::parse(Arc::new(FileBytes::Owned(std::fs::read(p).expect("fixture")))).expect("elf");
+        let key = Key { build_id: elf.build_id().expect("build-id"), file_size: elf.file_bytes().len() as u64, sections: Sections::file_sizes(&elf) };
+        let dir = std::env::temp_dir().join(format!("pstitch-sections-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let place = Place::new(&Dir::at(&dir), &key);
+        let plain = Sections::load(&elf, None).expect("dwarf");
+        let cold = Sections::load(&elf, Some(&place)).expect("dwarf");
+        assert!(Dir::at(&dir).sections_file(&key).is_file(), "the cold load wrote the file");
+        let warm = Sections::load(&elf, Some(&place)).expect("dwarf");
+        let object = elf.file_bytes();
+        let in_object = |b: &[u8]| object.as_ptr_range().contains(&b.as_ptr());
+        let all = |s: &Sections| [s.info.clone(), s.abbrev.clone(), s.line.clone(), s.str.clone(), s.line_str.clone(), s.ranges.clone(), s.rnglists.clone(), s.addr.clone(), s.str_offsets.clone()];
+        let mut from_file = 0;
+        for (i, ((a, b), c)) in all(&plain).iter().zip(all(&cold)).zip(all(&warm)).enumerate() {
+            assert!(a[..] == b[..] && a[..] == c[..], "section {}", SECTION_NAMES[i]);
+            let compressed = Sections::header(&elf, SECTION_NAMES[i]).and_then(|h| elf.compression(h)).is_some();
+            if compressed {
+                assert!(!in_object(&c[..]), "{} mapped from the cache file", SECTION_NAMES[i]);
+                from_file += 1;
+            } else if !c.is_empty() {
+                assert!(in_object(&c[..]), "{} from the object", SECTION_NAMES[i]);
+            }
+        }
+        assert!(from_file > 0, "the fixture has compressed debug sections");
+        assert_eq!((plain.has_ranges, plain.has_rnglists), (warm.has_ranges, warm.has_rnglists));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! found out about its DWARF ([`cache`]; the argument that the answers
 //! stay the same is in [`dwarf`]'s module doc) and writes what it learns
 //! back when the run pauses or ends ([`Session::save_now`]), or as soon
-//! as binutils' walk over the units reaches the last one.
+//! as binutils' walk over the units reaches the last one. Beside that
+//! file, the inflated bytes of the object's compressed debug sections
+//! ([`sections_cache`]): a run that needs the sections maps them from
+//! there instead of inflating them.
 
 pub mod abbrev;
 pub mod ahead;
@@ -21,6 +24,7 @@ pub mod dwarf;
 pub mod lines;
 pub mod ranges;
 pub mod reader;
+pub mod sections_cache;
 
 use std::sync::Arc;
 
@@ -104,9 +108,10 @@ impl Session {
                 None => eprintln!("pstitch: a2l cache: {}: nothing to read", s.path.display()),
             }
         }
+        let place = store.as_ref().map(|s| sections_cache::Place::new(&s.dir, &s.key));
         let mut dwarf = match summary {
-            Some(sum) => Some(Dwarf::lazy(elf.clone(), Arc::new(sum))),
-            None => Sections::load(&elf).map(|s| Dwarf::new(s, le)),
+            Some(sum) => Some(Dwarf::lazy(elf.clone(), Arc::new(sum), place)),
+            None => Sections::load(&elf, place.as_ref()).map(|s| Dwarf::new(s, le)),
         };
         if let (Some(d), Some(_)) = (dwarf.as_mut(), &store) {
             d.learn();
