@@ -404,32 +404,43 @@ impl SymTab {
         }
         let syms = &self.syms;
         let mut new = std::mem::take(&mut self.index.unsorted);
-        // Sorted as (start, id) pairs side by side: far fewer cache misses
-        // than reaching into the symbols for every comparison.
-        let mut pairs: Vec<(u64, NodeId)> = new.iter().map(|&id| (syms[id as usize].start, id)).collect();
         // Insertions come in id order, so a stable sort by start is the
         // sort by (start, id).
-        debug_assert!(pairs.windows(2).all(|w| w[0].1 < w[1].1));
-        // Tables often come in address order (kallsyms, a table rebuilt
-        // from another): a pass tells, and the sort is not needed.
-        if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
-            radix_sort_by_start(&mut pairs);
-        }
+        debug_assert!(new.windows(2).all(|w| w[0] < w[1]));
+        let start = |id: NodeId| syms[id as usize].start;
         let last = self.index.order.last().map(|&id| (*self.index.starts.last().expect("starts beside order"), id));
-        if last.is_none_or(|l| l < pairs[0]) {
-            self.index.order.extend(pairs.iter().map(|&(_, id)| id));
-            self.index.starts.extend(pairs.iter().map(|&(start, _)| start));
+        // Tables often come in address order (kallsyms, a table rebuilt
+        // from another), after what the table holds: a pass tells, and
+        // they are appended as they are (no pairs: for kallsyms they would
+        // be 2 MB more at the load's peak).
+        if last.is_none_or(|l| l < (start(new[0]), new[0])) && new.windows(2).all(|w| start(w[0]) <= start(w[1])) {
+            self.index.order.extend_from_slice(&new);
+            self.index.starts.extend(new.iter().map(|&id| start(id)));
         } else {
-            let (old, old_starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
-            self.index.order.reserve(old.len() + pairs.len());
-            self.index.starts.reserve(old.len() + pairs.len());
-            merge_by_start((&old_starts, &old), &pairs, |start, id| {
-                self.index.starts.push(start);
-                self.index.order.push(id);
-            });
+            // Sorted as (start, id) pairs side by side: far fewer cache
+            // misses than reaching into the symbols for every comparison.
+            let mut pairs: Vec<(u64, NodeId)> = new.iter().map(|&id| (start(id), id)).collect();
+            if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
+                radix_sort_by_start(&mut pairs);
+            }
+            if last.is_none_or(|l| l < pairs[0]) {
+                self.index.order.extend(pairs.iter().map(|&(_, id)| id));
+                self.index.starts.extend(pairs.iter().map(|&(start, _)| start));
+            } else {
+                let (old, old_starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+                self.index.order.reserve(old.len() + pairs.len());
+                self.index.starts.reserve(old.len() + pairs.len());
+                merge_by_start((&old_starts, &old), &pairs, |start, id| {
+                    self.index.starts.push(start);
+                    self.index.order.push(id);
+                });
+            }
         }
-        new.clear();
-        self.index.unsorted = new;
+        // The room is kept for insertions one by one, not a whole table's.
+        if new.capacity() <= 4096 {
+            new.clear();
+            self.index.unsorted = new;
+        }
     }
 
     /// Brings the table to the state [`SymTab::in_order`] reads: every
@@ -528,19 +539,22 @@ impl SymTab {
                 *start = start.wrapping_sub(delta);
             }
         }
-        let (order, starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
-        let mut kept = Vec::with_capacity(order.len());
-        let mut kept_starts = Vec::with_capacity(order.len());
-        for (id, start) in order.into_iter().zip(starts) {
+        // The ones that stay are moved down in place.
+        let (mut order, mut starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+        let mut kept = 0;
+        for i in 0..order.len() {
+            let id = order[i];
             if gone(id) {
                 self.erased(id);
             } else {
-                kept.push(id);
-                kept_starts.push(start);
+                (order[kept], starts[kept]) = (id, starts[i]);
+                kept += 1;
             }
         }
-        self.index.order = kept;
-        self.index.starts = kept_starts;
+        order.truncate(kept);
+        starts.truncate(kept);
+        self.index.order = order;
+        self.index.starts = starts;
         self.overlap.overlaps = None;
         self.tree.walked.clear();
         true
@@ -565,24 +579,21 @@ impl SymTab {
         self.sync();
         self.overlap.overlaps = None;
         let Some(&last) = self.index.order.last() else { return };
-        // The new ends first, the table only read: each symbol's end
-        // depends on its own and its successor's start.
-        let mut ends = Vec::with_capacity(self.index.order.len());
-        let mut curr_mod = module(self.index.order[0]);
-        for i in 1..self.index.order.len() {
-            let (p, c) = (self.index.order[i - 1], self.index.order[i]);
+        // In place: each symbol's new end depends on its own end and start
+        // and its successor's start (from `starts`), and each symbol is
+        // the predecessor once, so no end read was changed before.
+        let (order, starts) = (&self.index.order, &self.index.starts);
+        let mut curr_mod = module(order[0]);
+        for i in 1..order.len() {
+            let (p, c) = (order[i - 1], order[i]);
             let prev_mod = curr_mod;
             curr_mod = module(c);
-            let (prev, curr_start) = (&self.syms[p as usize], self.index.starts[i]);
+            let prev = &mut self.syms[p as usize];
             if prev.end != prev.start {
                 continue;
             }
             // Not across the kernel/module boundary or between modules.
-            let end = if prev_mod != curr_mod { roundup_page(prev.end.wrapping_add(4096)) } else { curr_start };
-            ends.push((p, end));
-        }
-        for (p, end) in ends {
-            self.syms[p as usize].end = end;
+            prev.end = if prev_mod != curr_mod { roundup_page(prev.end.wrapping_add(4096)) } else { starts[i] };
         }
         let l = &mut self.syms[last as usize];
         if l.end == l.start {
@@ -595,9 +606,15 @@ impl SymTab {
     /// order perf does.
     pub fn fixup_duplicate(&mut self) {
         self.sync();
-        let (order, starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
-        let mut kept = Vec::with_capacity(order.len());
-        let mut kept_starts = Vec::with_capacity(order.len());
+        // The survivors are moved down in place (`kept` of them so far):
+        // a second order and starts would be 1.5 MB more for kallsyms.
+        let (mut order, mut starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+        let mut kept = 0;
+        let mut keep = |order: &mut Vec<NodeId>, starts: &mut Vec<u64>, id: NodeId, start: u64| {
+            order[kept] = id;
+            starts[kept] = start;
+            kept += 1;
+        };
         let mut run: Vec<NodeId> = Vec::new();
         let mut erased = Vec::new();
         let mut i = 0;
@@ -607,9 +624,9 @@ impl SymTab {
             while j < order.len() && starts[j] == start {
                 j += 1;
             }
-            kept_starts.push(start);
             if j == i + 1 {
-                kept.push(order[i]);
+                let id = order[i];
+                keep(&mut order, &mut starts, id, start);
                 i = j;
                 continue;
             }
@@ -638,7 +655,7 @@ impl SymTab {
                     Some(group) => group.later.push((members, at, self.put_off.seq)),
                     None => _ = self.put_off.pending.insert(run[0], Aliases { members, at, seq: self.put_off.seq, later: Vec::new() }),
                 }
-                kept.push(run[0]);
+                keep(&mut order, &mut starts, run[0], start);
                 i = j;
                 continue;
             }
@@ -652,11 +669,13 @@ impl SymTab {
             for &id in &erased {
                 self.erased(id);
             }
-            kept.push(survivor);
+            keep(&mut order, &mut starts, survivor, start);
             i = j;
         }
-        self.index.order = kept;
-        self.index.starts = kept_starts;
+        order.truncate(kept);
+        starts.truncate(kept);
+        self.index.order = order;
+        self.index.starts = starts;
     }
 
     fn eager_aliases(&self) -> bool {
