@@ -111,6 +111,15 @@ impl Sym {
         }
     }
 
+    /// Where the name of a symbol made with [`Sym::in_strtab`] and shown as
+    /// it is starts: (string table, offset).
+    pub fn as_is_strtab(&self) -> Option<(u8, u32)> {
+        match (&self.raw, self.form) {
+            (RawName::Strtab { table, off }, NameForm::AsIs) => Some((*table, *off)),
+            _ => None,
+        }
+    }
+
     /// The name of a symbol made with a name shown as it is ([`Sym::new`]);
     /// `None` for the others, whose names need their table.
     pub fn plain_name(&self) -> Option<&Arc<str>> {
@@ -231,6 +240,19 @@ struct Names {
 }
 
 const ERASED: u32 = 1 << 31;
+
+/// A table taken apart by [`SymTab::into_ordered`].
+pub struct Ordered {
+    /// The symbols' starts in address order, and [`strides_of`] them.
+    pub starts: Vec<u64>,
+    pub strides: Vec<u64>,
+    /// The symbols' ids in the same order, and the symbols by id (erased
+    /// ones too).
+    pub order: Vec<NodeId>,
+    pub syms: Vec<Sym>,
+    /// The string tables the names are in ([`Sym::as_is_strtab`]).
+    pub strtabs: Vec<SectionBytes>,
+}
 
 /// See [`SymTab::fixup_end_by`]: a kallsyms name without a module part
 /// (every name of a table that is not kallsyms).
@@ -455,6 +477,21 @@ impl SymTab {
     pub fn in_order(&self) -> impl Iterator<Item = (NodeId, &Sym)> + '_ {
         debug_assert!(self.index.unsorted.is_empty() && self.put_off.pending.is_empty(), "settled");
         self.index.order.iter().map(|&id| (id, &self.syms[id as usize]))
+    }
+
+    /// The table taken apart for a read-only layout of it (`ktable`),
+    /// where lookups need no more than [`last_start_at_or_below`] and
+    /// [`holds`]: every insertion and alias choice made, no symbols
+    /// overlapping (the tree never decides a lookup), every name shown as
+    /// it is (no demangling). The table as it was otherwise.
+    pub fn into_ordered(mut self) -> Result<Ordered, Box<SymTab>> {
+        self.settle();
+        if self.has_overlaps() || self.syms.iter().any(|s| s.form != NameForm::AsIs) {
+            return Err(Box::new(self));
+        }
+        // The log, the tree and the marks of erased symbols go here.
+        let SymTab { syms, index, names, .. } = self;
+        Ok(Ordered { strides: strides_of(&index.starts), starts: index.starts, order: index.order, syms, strtabs: names.strtabs })
     }
 
     /// Symbol `id`'s name in the object file.
@@ -799,17 +836,13 @@ impl SymTab {
             self.index.order[i] = survivor;
             id = survivor;
         }
-        matches(&self.syms[id as usize], ip).then_some(id)
+        let s = &self.syms[id as usize];
+        holds(s.start, s.end, ip).then_some(id)
     }
 
     /// The index in `order` of the last symbol starting at or below `ip`.
-    /// (A binary search over a large table's starts misses the cache at
-    /// most of its levels; through `strides` it misses at one or two.)
     fn last_start_at_or_below(&self, ip: u64) -> Option<usize> {
-        let block = self.index.strides.partition_point(|&s| s <= ip).checked_sub(1)?;
-        let from = block * STRIDE;
-        let within = &self.index.starts[from..self.index.starts.len().min(from + STRIDE)];
-        Some(from + within.partition_point(|&s| s <= ip) - 1)
+        last_start_at_or_below(&self.index.starts, &self.index.strides, ip)
     }
 
     #[cfg(test)]
@@ -832,8 +865,7 @@ impl SymTab {
         });
         self.overlap.overlaps = Some(o);
         self.tree.walked.clear();
-        self.index.strides.clear();
-        self.index.strides.extend(self.index.starts.iter().step_by(STRIDE).copied());
+        self.index.strides = strides_of(&self.index.starts);
         self.overlap.tangled.clear();
         if o {
             // A symbol is tangled if an earlier one reaches its start (the
@@ -1078,9 +1110,26 @@ fn walk(tree: &RbTree<()>, syms: &[Sym], ip: u64) -> (Option<NodeId>, u64, u64) 
     (None, lo, hi)
 }
 
-/// Whether perf's walk stops at `s` for `ip`.
-fn matches(s: &Sym, ip: u64) -> bool {
-    s.start <= ip && (ip < s.end || ip == s.start)
+/// Whether perf's walk stops at a symbol from `start` to `end` for `ip`.
+pub fn holds(start: u64, end: u64, ip: u64) -> bool {
+    start <= ip && (ip < end || ip == start)
+}
+
+/// Every [`STRIDE`]th of `starts` (sorted), for
+/// [`last_start_at_or_below`].
+pub fn strides_of(starts: &[u64]) -> Vec<u64> {
+    starts.iter().step_by(STRIDE).copied().collect()
+}
+
+/// The index of the last of `starts` (sorted) at or below `ip`; `strides`
+/// is [`strides_of`] them. (A binary search over a large table's starts
+/// misses the cache at most of its levels; through `strides` it misses at
+/// one or two.)
+pub fn last_start_at_or_below(starts: &[u64], strides: &[u64], ip: u64) -> Option<usize> {
+    let block = strides.partition_point(|&s| s <= ip).checked_sub(1)?;
+    let from = block * STRIDE;
+    let within = &starts[from..starts.len().min(from + STRIDE)];
+    Some(from + within.partition_point(|&s| s <= ip) - 1)
 }
 
 fn roundup_page(x: u64) -> u64 {
