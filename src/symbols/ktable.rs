@@ -167,35 +167,36 @@ impl Core {
     /// name offsets are taken (the starts stay as they are).
     fn new(o: Ordered) -> Core {
         let Ordered { starts, strides, order, syms, strtabs } = o;
-        let kept_text = strtabs.first().cloned().unwrap_or_default();
-        let mut lens = Vec::with_capacity(order.len());
-        let mut names = Vec::with_capacity(order.len());
+        // One pass writing both arrays in place (zeroed pages from the
+        // allocator, no pushes to check); the few exceptions go to the
+        // side tables on the way, in order.
+        let (mut lens, mut names) = (vec![0u32; order.len()], vec![0u32; order.len()]);
         let (mut long_ends, mut own_names) = (Vec::new(), Vec::new());
-        for (i, &id) in order.iter().enumerate() {
-            let s = &syms[id as usize];
-            let i = i as NodeId;
-            match u32::try_from(s.end.wrapping_sub(s.start)) {
-                Ok(len) if len != LONG && s.end >= s.start => lens.push(len),
+        for (i, ((len, name), &id)) in lens.iter_mut().zip(names.iter_mut()).zip(&order).enumerate() {
+            let (i, s) = (i as NodeId, &syms[id as usize]);
+            *len = match u32::try_from(s.end.wrapping_sub(s.start)) {
+                Ok(l) if l != LONG && s.end >= s.start => l,
                 _ => {
-                    lens.push(LONG);
                     long_ends.push((i, s.end));
+                    LONG
                 }
-            }
-            match (s.as_is_strtab(), s.plain_name()) {
-                (Some((0, off)), _) if off != OWN => names.push(off),
-                (Some((table, off)), _) => {
-                    names.push(OWN);
+            };
+            *name = match s.as_is_strtab() {
+                Some((0, off)) if off != OWN => off,
+                Some((table, off)) => {
                     let name = strtabs.get(table as usize).map_or(&[][..], |t| cstr_at(t, off as usize));
                     own_names.push((i, text(name).into()));
+                    OWN
                 }
-                (None, name) => {
-                    names.push(OWN);
+                None => {
                     // `into_ordered` lets through no other kind of name.
-                    own_names.push((i, name.cloned().unwrap_or_else(|| "".into())));
+                    own_names.push((i, s.plain_name().cloned().unwrap_or_else(|| "".into())));
+                    OWN
                 }
-            }
+            };
         }
-        Core { starts, strides, lens, long_ends, names, own_names, text: kept_text }
+        let text = strtabs.first().cloned().unwrap_or_default();
+        Core { starts, strides, lens, long_ends, names, own_names, text }
     }
 
     fn bounds(&self, i: usize) -> (u64, u64) {

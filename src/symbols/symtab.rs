@@ -166,13 +166,15 @@ pub struct SymTab {
 }
 
 /// The live symbols in address order. Valid once [`SymTab::sync`] merged
-/// `unsorted` in; `starts` and `strides` are rebuilt with `order`.
+/// the ids from `merged` on in; `starts` and `strides` are rebuilt with
+/// `order`.
 #[derive(Debug, Default, Clone)]
 struct Index {
-    /// Live ids in address order, once `unsorted` is merged in.
+    /// Live ids in address order, once the ids from `merged` on are in.
     order: Vec<NodeId>,
-    /// Ids inserted since `order` was last brought up to date.
-    unsorted: Vec<NodeId>,
+    /// Ids are given in insertion order: those from here on were inserted
+    /// since `order` was last brought up to date.
+    merged: NodeId,
     /// The starts of `order`'s symbols, kept beside it: the passes over
     /// the table in address order read them in sequence rather than
     /// reaching into `syms` (a large library's symbols are megabytes, in
@@ -302,7 +304,7 @@ impl SymTab {
     }
 
     pub fn len(&self) -> usize {
-        self.index.order.len() + self.index.unsorted.len()
+        self.index.order.len() + self.unsorted().len()
     }
 
     /// Keeps `strtab` for [`Sym::in_strtab`] names and says which table it
@@ -394,7 +396,6 @@ impl SymTab {
         self.syms.push(sym);
         self.live.push(true);
         self.tree.log.push(id);
-        self.index.unsorted.push(id);
         self.overlap.overlaps = None;
         id
     }
@@ -413,55 +414,55 @@ impl SymTab {
         if end > first {
             self.live.resize(end as usize, true);
             self.tree.log.extend(first..end);
-            self.index.unsorted.extend(first..end);
             self.overlap.overlaps = None;
         }
         self.sync();
     }
 
+    /// The ids inserted since `order` was last brought up to date.
+    fn unsorted(&self) -> std::ops::Range<NodeId> {
+        self.index.merged..self.syms.len() as NodeId
+    }
+
     /// Merges the recent insertions into `order`.
     fn sync(&mut self) {
-        if self.index.unsorted.is_empty() {
+        let new = self.unsorted();
+        if new.is_empty() {
             return;
         }
-        let syms = &self.syms;
-        let mut new = std::mem::take(&mut self.index.unsorted);
-        // Insertions come in id order, so a stable sort by start is the
-        // sort by (start, id).
-        debug_assert!(new.windows(2).all(|w| w[0] < w[1]));
-        let start = |id: NodeId| syms[id as usize].start;
+        self.index.merged = new.end;
+        let first = new.start;
+        let added = &self.syms[new.start as usize..];
         let last = self.index.order.last().map(|&id| (*self.index.starts.last().expect("starts beside order"), id));
         // Tables often come in address order (kallsyms, a table rebuilt
-        // from another), after what the table holds: a pass tells, and
-        // they are appended as they are (no pairs: for kallsyms they would
-        // be 2 MB more at the load's peak).
-        if last.is_none_or(|l| l < (start(new[0]), new[0])) && new.windows(2).all(|w| start(w[0]) <= start(w[1])) {
-            self.index.order.extend_from_slice(&new);
-            self.index.starts.extend(new.iter().map(|&id| start(id)));
-        } else {
-            // Sorted as (start, id) pairs side by side: far fewer cache
-            // misses than reaching into the symbols for every comparison.
-            let mut pairs: Vec<(u64, NodeId)> = new.iter().map(|&id| (start(id), id)).collect();
-            if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
-                radix_sort_by_start(&mut pairs);
-            }
-            if last.is_none_or(|l| l < pairs[0]) {
-                self.index.order.extend(pairs.iter().map(|&(_, id)| id));
-                self.index.starts.extend(pairs.iter().map(|&(start, _)| start));
-            } else {
-                let (old, old_starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
-                self.index.order.reserve(old.len() + pairs.len());
-                self.index.starts.reserve(old.len() + pairs.len());
-                merge_by_start((&old_starts, &old), &pairs, |start, id| {
-                    self.index.starts.push(start);
-                    self.index.order.push(id);
-                });
-            }
+        // from another), after what the table holds (the new ids are above
+        // the table's, so an equal start is in order too): a pass tells,
+        // and they are appended as they are (no pairs: for kallsyms they
+        // would be 2 MB more at the load's peak).
+        if last.is_none_or(|l| l.0 <= added[0].start) && added.windows(2).all(|w| w[0].start <= w[1].start) {
+            self.index.order.extend(new);
+            self.index.starts.extend(added.iter().map(|s| s.start));
+            return;
         }
-        // The room is kept for insertions one by one, not a whole table's.
-        if new.capacity() <= 4096 {
-            new.clear();
-            self.index.unsorted = new;
+        // Sorted as (start, id) pairs side by side: far fewer cache misses
+        // than reaching into the symbols for every comparison. Insertions
+        // come in id order, so a stable sort by start is the sort by
+        // (start, id).
+        let mut pairs: Vec<(u64, NodeId)> = added.iter().zip(first..).map(|(s, id)| (s.start, id)).collect();
+        if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
+            radix_sort_by_start(&mut pairs);
+        }
+        if last.is_none_or(|l| l < pairs[0]) {
+            self.index.order.extend(pairs.iter().map(|&(_, id)| id));
+            self.index.starts.extend(pairs.iter().map(|&(start, _)| start));
+        } else {
+            let (old, old_starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+            self.index.order.reserve(old.len() + pairs.len());
+            self.index.starts.reserve(old.len() + pairs.len());
+            merge_by_start((&old_starts, &old), &pairs, |start, id| {
+                self.index.starts.push(start);
+                self.index.order.push(id);
+            });
         }
     }
 
@@ -475,7 +476,7 @@ impl SymTab {
     /// The ids and symbols in address order, as [`SymTab::iter`] gives
     /// them; call [`SymTab::settle`] first.
     pub fn in_order(&self) -> impl Iterator<Item = (NodeId, &Sym)> + '_ {
-        debug_assert!(self.index.unsorted.is_empty() && self.put_off.pending.is_empty(), "settled");
+        debug_assert!(self.unsorted().is_empty() && self.put_off.pending.is_empty(), "settled");
         self.index.order.iter().map(|&id| (id, &self.syms[id as usize]))
     }
 
@@ -553,7 +554,7 @@ impl SymTab {
     /// change the symbols' order (an address wraps around) or perf's tree
     /// was built already: the caller makes a new table then.
     pub fn erase_and_shift(&mut self, gone: impl Fn(NodeId) -> bool, delta: u64) -> bool {
-        debug_assert!(self.index.unsorted.is_empty() && self.put_off.pending.is_empty(), "settled");
+        debug_assert!(self.unsorted().is_empty() && self.put_off.pending.is_empty(), "settled");
         if self.tree.exact.is_some() || self.tree.replayed > 0 {
             return false;
         }
