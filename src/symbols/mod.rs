@@ -458,9 +458,10 @@ impl Symbolizer {
     }
 
     /// The kernel's symbol table from kallsyms, for a kernel DSO. The
-    /// parsed table moves to the DSO rather than being copied (a copy of
-    /// /proc/kallsyms' table is 5 MB, kept beside the original to the end);
-    /// the modules' symbols stay. A second kernel DSO (a guest's) gets the
+    /// parsed table moves to the DSO rather than being copied (copies of
+    /// the compact layout share it, but a generic table's copy of
+    /// /proc/kallsyms is 7 MB, kept beside the original to the end); the
+    /// modules' symbols stay. A second kernel DSO (a guest's) gets the
     /// file read and parsed again, as perf loads kallsyms for each.
     fn kernel_table(&mut self, dsos: &Dsos) -> Option<ktable::KernelTable> {
         if self.kernel_taken {
