@@ -27,6 +27,7 @@
 use super::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT};
 use super::elf::SectionBytes;
 use perf_data::bytes::find_byte;
+use super::ktable::KernelTable;
 use super::symtab::{ModuleParts, NOT_MODULE, Sym, SymTab};
 use std::ops::ControlFlow;
 
@@ -379,15 +380,26 @@ pub fn function_start(data: &[u8], name: &str) -> Option<u64> {
 /// Kernel symbols, and module symbols by module name (`[ext4]`, absolute
 /// addresses, names without the module tag).
 pub struct Kallsyms {
-    pub kernel: SymTab,
-    pub modules: std::collections::HashMap<String, Vec<Sym>>,
+    pub kernel: KernelTable,
+    pub modules: Modules,
 }
 
 /// The kernel's symbol table, or `None` where perf fails to load kallsyms
 /// (the reference symbol is missing from the file).
 #[cfg(test)]
-pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<SymTab> {
+pub fn load(data: &[u8], ref_reloc: Option<(&str, u64)>) -> Option<KernelTable> {
     load_all(data.to_vec(), ref_reloc).map(|k| k.kernel)
+}
+
+/// The kernel's table as [`load`] makes it before its layout is made
+/// compact (the generic table, for tests to compare with), and the
+/// relocation it was shifted by.
+#[cfg(test)]
+pub fn load_generic(data: &[u8], ref_reloc: Option<(&str, u64)>) -> (SymTab, u64) {
+    let mut parser = Parser::default();
+    parser.parse(data, true);
+    let delta = ref_reloc.and_then(|(name, addr)| Some(function_start(data, name)?.wrapping_sub(addr))).unwrap_or(0);
+    (split(data.to_vec(), &mut parser, ref_reloc, true).expect("loads").0, delta)
 }
 
 /// [`load`], keeping the module symbols perf moves to module maps
@@ -406,7 +418,14 @@ pub fn load_parsed(data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, 
 
 /// [`load_parsed`]; `in_place`: the kernel's symbols stay in the table
 /// they were fixed up in where they can (tests compare with a new table).
-fn load_split(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u64)>, in_place: bool) -> Option<Kallsyms> {
+fn load_split(data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u64)>, in_place: bool) -> Option<Kallsyms> {
+    let (kernel, modules) = split(data, parser, ref_reloc, in_place)?;
+    // The generic table serves its fixups; lookups take the compact one.
+    Some(Kallsyms { kernel: KernelTable::new(kernel), modules })
+}
+
+/// [`load_split`] up to the kernel's table as fixed up and split off.
+fn split(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u64)>, in_place: bool) -> Option<(SymTab, Modules)> {
     let delta = match ref_reloc {
         Some((name, addr)) => function_start(&data, name)?.wrapping_sub(addr),
         None => 0,
@@ -430,7 +449,7 @@ fn load_split(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u
     // aside here), entry trampolines are dropped on x86_64, the kernel's own
     // symbols are shifted by the boot relocation; in place, as perf does.
     t.settle();
-    let mut modules: std::collections::HashMap<String, Vec<Sym>> = std::collections::HashMap::new();
+    let mut modules = Modules::new();
     for (id, s) in t.in_order() {
         if marks[id as usize] & TAB != 0 {
             let mut s = s.clone();
@@ -441,12 +460,12 @@ fn load_split(mut data: Vec<u8>, parser: &mut Parser, ref_reloc: Option<(&str, u
         }
     }
     let gone = |id: u32| marks[id as usize] & (TAB | TRAMPOLINE) != 0;
-    let mut kernel = if in_place && t.erase_and_shift(gone, delta) { t } else { shifted_copy(t, gone, delta, names) };
-    drop(marks);
-    // Ready for lookups here, once: each copy handed out is too.
-    kernel.prepare();
-    Some(Kallsyms { kernel, modules })
+    let kernel = if in_place && t.erase_and_shift(gone, delta) { t } else { shifted_copy(t, gone, delta, names) };
+    Some((kernel, modules))
 }
+
+/// Module symbols by module name.
+type Modules = std::collections::HashMap<String, Vec<Sym>>;
 
 /// The names stay in the file's bytes, one allocation rather than one per
 /// symbol; but only the names, each ended by a NUL, moved down over what
@@ -797,7 +816,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
                 assert_eq!(listing, b.listing());
                 for &(start, end, _) in &listing {
                     for ip in [start.wrapping_sub(1), start, start + 1, end.wrapping_sub(1), end] {
-                        let (x, y) = (a.find_id(ip).map(|id| a.name(id)), b.find_id(ip).map(|id| b.name(id)));
+                        let (x, y) = (a.find(ip).map(|id| a.name(id)), b.find(ip).map(|id| b.name(id)));
                         assert_eq!(x, y, "{ip:#x}");
                     }
                 }
@@ -867,7 +886,7 @@ ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n";
     #[test]
     fn relocation_and_missing_reference() {
         let mut t = load(SAMPLE, Some(("_text", 0xffffffff80000000))).unwrap();
-        assert_eq!(t.first().unwrap().start, 0xffffffff80000000);
+        assert_eq!(t.span().unwrap().0, 0xffffffff80000000);
         assert!(load(SAMPLE, Some(("_nothere", 1))).is_none());
     }
 }

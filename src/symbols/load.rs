@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::elf::{self, Elf, Sym as ElfSym};
+use super::ktable::KernelTable;
 use super::symtab::{Sym, SymTab};
 
 /// Where to look.
@@ -62,6 +63,9 @@ fn basename(path: &[u8]) -> &[u8] {
 #[derive(Debug, Default, Clone)]
 pub struct Loaded {
     pub syms: SymTab,
+    /// The kernel's symbols from kallsyms, in their own layout (`syms`
+    /// is empty then); see [`Loaded::find`].
+    pub kallsyms: Option<KernelTable>,
     /// `dso->adjust_symbols`: symbol values are file offsets.
     pub adjust_symbols: bool,
     /// `.text` `sh_addr - sh_offset` of the runtime image.
@@ -79,6 +83,33 @@ pub struct Loaded {
     /// The symbols came from a 32-bit ELF file (perf's `dso->is_64_bit`,
     /// set from the symbol source by `dso__load_sym`; true until then).
     pub is_32_bit: bool,
+}
+
+impl Loaded {
+    /// The symbol holding `ip` (perf's `symbols__find` on the DSO's
+    /// symbols): its start, (exclusive) end and name.
+    pub fn find(&mut self, ip: u64) -> Option<(u64, u64, std::sync::Arc<str>)> {
+        if let Some(k) = &mut self.kallsyms {
+            let i = k.find(ip)?;
+            let (start, end) = k.bounds(i);
+            return Some((start, end, k.name(i)));
+        }
+        let id = self.syms.find_id(ip)?;
+        let s = self.syms.get(id);
+        Some((s.start, s.end, self.syms.name(id)))
+    }
+
+    /// The first symbol's start and the last one's end, in address order.
+    pub fn span(&mut self) -> Option<(u64, u64)> {
+        if let Some(k) = &mut self.kallsyms {
+            return k.span();
+        }
+        Some((self.syms.first()?.start, self.syms.last()?.end))
+    }
+
+    pub fn has_symbols(&self) -> bool {
+        self.kallsyms.as_ref().map_or(!self.syms.is_empty(), |k| !k.is_empty())
+    }
 }
 
 /// Where a vmlinux puts the kernel map (perf's remap of the kernel map in

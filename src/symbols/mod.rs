@@ -9,6 +9,7 @@
 //! | finding the file, `.symtab`/`.dynsym`, PLT | `dso__load`, `symbol-elf.c` | [`load`] |
 //! | symbol order, ends, aliases | `symbol.c` | [`symtab`] |
 //! | kernel symbols | `dso__load_kallsyms` | [`kallsyms`] |
+//! | the kernel's table (compact) | `struct symbol` in an rbtree | [`ktable`] |
 //! | kernel symbols from `-k` | `dso__load_vmlinux` | [`vmlinux`] |
 //! | names | `demangle_sym` | [`demangle`] |
 
@@ -17,6 +18,7 @@ pub mod demangle;
 pub mod elf;
 mod itanium;
 pub mod kallsyms;
+mod ktable;
 pub mod load;
 pub mod loader;
 pub mod rbtree;
@@ -456,11 +458,12 @@ impl Symbolizer {
     }
 
     /// The kernel's symbol table from kallsyms, for a kernel DSO. The
-    /// parsed table moves to the DSO rather than being copied (a copy of
-    /// /proc/kallsyms' table is 5 MB, kept beside the original to the end);
-    /// the modules' symbols stay. A second kernel DSO (a guest's) gets the
+    /// parsed table moves to the DSO rather than being copied (copies of
+    /// the compact layout share it, but a generic table's copy of
+    /// /proc/kallsyms is 7 MB, kept beside the original to the end); the
+    /// modules' symbols stay. A second kernel DSO (a guest's) gets the
     /// file read and parsed again, as perf loads kallsyms for each.
-    fn kernel_table(&mut self, dsos: &Dsos) -> Option<symtab::SymTab> {
+    fn kernel_table(&mut self, dsos: &Dsos) -> Option<ktable::KernelTable> {
         if self.kernel_taken {
             self.kallsyms = None;
             self.kernel_taken = false;
@@ -567,11 +570,7 @@ impl Symbolizer {
             }
             DsoKind::Kernel => {
                 kernel = true;
-                let mut l = Loaded::default();
-                if let Some(syms) = self.kernel_table(dsos) {
-                    l.syms = syms;
-                }
-                l
+                Loaded { kallsyms: self.kernel_table(dsos), ..Loaded::default() }
             }
             DsoKind::KernelModule => {
                 // Module symbols from kallsyms, relative to the module map
@@ -648,9 +647,8 @@ impl Symbolizer {
         if vmlinux {
             return None; // a vmlinux refused or without .text symbols
         }
-        let syms = &mut st.loaded.syms;
-        let start = syms.first()?.start;
-        Some(Map { start, end: syms.last()?.end, ..*map })
+        let (start, end) = st.loaded.span()?;
+        Some(Map { start, end, ..*map })
     }
 
     /// The name the kernel's DSO is printed with when it is not the
@@ -717,7 +715,7 @@ impl Symbolizer {
     pub(crate) fn is_object_file(&mut self, dsos: &Dsos, dso: crate::machine::DsoId) -> bool {
         let st = self.state(dsos, dso);
         let from_text = (st.kind == DsoKind::Kernel && st.loaded.kernel_text.is_none()) || st.kind == DsoKind::Ksymbol;
-        !from_text || st.loaded.syms.is_empty()
+        !from_text || !st.loaded.has_symbols()
     }
 
     /// perf's `dso__adjust_symbols` once the DSO is loaded: its symbol
@@ -733,12 +731,7 @@ impl Symbolizer {
         let rel = map.map_ip(addr);
         // perf's map__load reports the failed load to the lookup that
         // triggered it; later lookups see the symbols it kept.
-        let syms = &mut st.loaded.syms;
-        let found = if failed {
-            None
-        } else {
-            syms.find_id(rel).map(|id| Symbol { name: syms.name(id), start: syms.get(id).start, end: syms.get(id).end })
-        };
+        let found = if failed { None } else { st.loaded.find(rel).map(|(start, end, name)| Symbol { name, start, end }) };
         self.transient = failed;
         found
     }
@@ -976,7 +969,7 @@ mod tests {
         let guest = dsos.findnew(b"[guest.kernel.kallsyms]", DsoKind::Kernel);
         let mut s = Symbolizer::new(SymbolConfig { kallsyms: Some(path), ..SymbolConfig::perf() });
         let names = |d: &mut ShippedDso| {
-            [0xffff_ffff_8100_0150u64, 0xffff_ffff_8100_0250].map(|ip| d.loaded.syms.find(ip).map(|s| s.start))
+            [0xffff_ffff_8100_0150u64, 0xffff_ffff_8100_0250].map(|ip| d.loaded.find(ip).map(|s| s.0))
         };
         let mut a = s.load_symbols(&dsos, host, None);
         let mut b = s.load_symbols(&dsos, guest, None);

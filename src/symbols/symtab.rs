@@ -111,6 +111,15 @@ impl Sym {
         }
     }
 
+    /// Where the name of a symbol made with [`Sym::in_strtab`] and shown as
+    /// it is starts: (string table, offset).
+    pub fn as_is_strtab(&self) -> Option<(u8, u32)> {
+        match (&self.raw, self.form) {
+            (RawName::Strtab { table, off }, NameForm::AsIs) => Some((*table, *off)),
+            _ => None,
+        }
+    }
+
     /// The name of a symbol made with a name shown as it is ([`Sym::new`]);
     /// `None` for the others, whose names need their table.
     pub fn plain_name(&self) -> Option<&Arc<str>> {
@@ -157,13 +166,15 @@ pub struct SymTab {
 }
 
 /// The live symbols in address order. Valid once [`SymTab::sync`] merged
-/// `unsorted` in; `starts` and `strides` are rebuilt with `order`.
+/// the ids from `merged` on in; `starts` and `strides` are rebuilt with
+/// `order`.
 #[derive(Debug, Default, Clone)]
 struct Index {
-    /// Live ids in address order, once `unsorted` is merged in.
+    /// Live ids in address order, once the ids from `merged` on are in.
     order: Vec<NodeId>,
-    /// Ids inserted since `order` was last brought up to date.
-    unsorted: Vec<NodeId>,
+    /// Ids are given in insertion order: those from here on were inserted
+    /// since `order` was last brought up to date.
+    merged: NodeId,
     /// The starts of `order`'s symbols, kept beside it: the passes over
     /// the table in address order read them in sequence rather than
     /// reaching into `syms` (a large library's symbols are megabytes, in
@@ -232,6 +243,19 @@ struct Names {
 
 const ERASED: u32 = 1 << 31;
 
+/// A table taken apart by [`SymTab::into_ordered`].
+pub struct Ordered {
+    /// The symbols' starts in address order, and [`strides_of`] them.
+    pub starts: Vec<u64>,
+    pub strides: Vec<u64>,
+    /// The symbols' ids in the same order, and the symbols by id (erased
+    /// ones too).
+    pub order: Vec<NodeId>,
+    pub syms: Vec<Sym>,
+    /// The string tables the names are in ([`Sym::as_is_strtab`]).
+    pub strtabs: Vec<SectionBytes>,
+}
+
 /// See [`SymTab::fixup_end_by`]: a kallsyms name without a module part
 /// (every name of a table that is not kallsyms).
 pub const NOT_MODULE: u32 = u32::MAX;
@@ -280,7 +304,7 @@ impl SymTab {
     }
 
     pub fn len(&self) -> usize {
-        self.index.order.len() + self.index.unsorted.len()
+        self.index.order.len() + self.unsorted().len()
     }
 
     /// Keeps `strtab` for [`Sym::in_strtab`] names and says which table it
@@ -372,7 +396,6 @@ impl SymTab {
         self.syms.push(sym);
         self.live.push(true);
         self.tree.log.push(id);
-        self.index.unsorted.push(id);
         self.overlap.overlaps = None;
         id
     }
@@ -391,31 +414,44 @@ impl SymTab {
         if end > first {
             self.live.resize(end as usize, true);
             self.tree.log.extend(first..end);
-            self.index.unsorted.extend(first..end);
             self.overlap.overlaps = None;
         }
         self.sync();
     }
 
+    /// The ids inserted since `order` was last brought up to date.
+    fn unsorted(&self) -> std::ops::Range<NodeId> {
+        self.index.merged..self.syms.len() as NodeId
+    }
+
     /// Merges the recent insertions into `order`.
     fn sync(&mut self) {
-        if self.index.unsorted.is_empty() {
+        let new = self.unsorted();
+        if new.is_empty() {
             return;
         }
-        let syms = &self.syms;
-        let mut new = std::mem::take(&mut self.index.unsorted);
-        // Sorted as (start, id) pairs side by side: far fewer cache misses
-        // than reaching into the symbols for every comparison.
-        let mut pairs: Vec<(u64, NodeId)> = new.iter().map(|&id| (syms[id as usize].start, id)).collect();
-        // Insertions come in id order, so a stable sort by start is the
-        // sort by (start, id).
-        debug_assert!(pairs.windows(2).all(|w| w[0].1 < w[1].1));
+        self.index.merged = new.end;
+        let first = new.start;
+        let added = &self.syms[new.start as usize..];
+        let last = self.index.order.last().map(|&id| (*self.index.starts.last().expect("starts beside order"), id));
         // Tables often come in address order (kallsyms, a table rebuilt
-        // from another): a pass tells, and the sort is not needed.
+        // from another), after what the table holds (the new ids are above
+        // the table's, so an equal start is in order too): a pass tells,
+        // and they are appended as they are (no pairs: for kallsyms they
+        // would be 2 MB more at the load's peak).
+        if last.is_none_or(|l| l.0 <= added[0].start) && added.windows(2).all(|w| w[0].start <= w[1].start) {
+            self.index.order.extend(new);
+            self.index.starts.extend(added.iter().map(|s| s.start));
+            return;
+        }
+        // Sorted as (start, id) pairs side by side: far fewer cache misses
+        // than reaching into the symbols for every comparison. Insertions
+        // come in id order, so a stable sort by start is the sort by
+        // (start, id).
+        let mut pairs: Vec<(u64, NodeId)> = added.iter().zip(first..).map(|(s, id)| (s.start, id)).collect();
         if !pairs.windows(2).all(|w| w[0].0 <= w[1].0) {
             radix_sort_by_start(&mut pairs);
         }
-        let last = self.index.order.last().map(|&id| (*self.index.starts.last().expect("starts beside order"), id));
         if last.is_none_or(|l| l < pairs[0]) {
             self.index.order.extend(pairs.iter().map(|&(_, id)| id));
             self.index.starts.extend(pairs.iter().map(|&(start, _)| start));
@@ -428,8 +464,6 @@ impl SymTab {
                 self.index.order.push(id);
             });
         }
-        new.clear();
-        self.index.unsorted = new;
     }
 
     /// Brings the table to the state [`SymTab::in_order`] reads: every
@@ -442,8 +476,23 @@ impl SymTab {
     /// The ids and symbols in address order, as [`SymTab::iter`] gives
     /// them; call [`SymTab::settle`] first.
     pub fn in_order(&self) -> impl Iterator<Item = (NodeId, &Sym)> + '_ {
-        debug_assert!(self.index.unsorted.is_empty() && self.put_off.pending.is_empty(), "settled");
+        debug_assert!(self.unsorted().is_empty() && self.put_off.pending.is_empty(), "settled");
         self.index.order.iter().map(|&id| (id, &self.syms[id as usize]))
+    }
+
+    /// The table taken apart for a read-only layout of it (`ktable`),
+    /// where lookups need no more than [`last_start_at_or_below`] and
+    /// [`holds`]: every insertion and alias choice made, no symbols
+    /// overlapping (the tree never decides a lookup), every name shown as
+    /// it is (no demangling). The table as it was otherwise.
+    pub fn into_ordered(mut self) -> Result<Ordered, Box<SymTab>> {
+        self.settle();
+        if self.has_overlaps() || self.syms.iter().any(|s| s.form != NameForm::AsIs) {
+            return Err(Box::new(self));
+        }
+        // The log, the tree and the marks of erased symbols go here.
+        let SymTab { syms, index, names, .. } = self;
+        Ok(Ordered { strides: strides_of(&index.starts), starts: index.starts, order: index.order, syms, strtabs: names.strtabs })
     }
 
     /// Symbol `id`'s name in the object file.
@@ -505,7 +554,7 @@ impl SymTab {
     /// change the symbols' order (an address wraps around) or perf's tree
     /// was built already: the caller makes a new table then.
     pub fn erase_and_shift(&mut self, gone: impl Fn(NodeId) -> bool, delta: u64) -> bool {
-        debug_assert!(self.index.unsorted.is_empty() && self.put_off.pending.is_empty(), "settled");
+        debug_assert!(self.unsorted().is_empty() && self.put_off.pending.is_empty(), "settled");
         if self.tree.exact.is_some() || self.tree.replayed > 0 {
             return false;
         }
@@ -528,19 +577,22 @@ impl SymTab {
                 *start = start.wrapping_sub(delta);
             }
         }
-        let (order, starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
-        let mut kept = Vec::with_capacity(order.len());
-        let mut kept_starts = Vec::with_capacity(order.len());
-        for (id, start) in order.into_iter().zip(starts) {
+        // The ones that stay are moved down in place.
+        let (mut order, mut starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+        let mut kept = 0;
+        for i in 0..order.len() {
+            let id = order[i];
             if gone(id) {
                 self.erased(id);
             } else {
-                kept.push(id);
-                kept_starts.push(start);
+                (order[kept], starts[kept]) = (id, starts[i]);
+                kept += 1;
             }
         }
-        self.index.order = kept;
-        self.index.starts = kept_starts;
+        order.truncate(kept);
+        starts.truncate(kept);
+        self.index.order = order;
+        self.index.starts = starts;
         self.overlap.overlaps = None;
         self.tree.walked.clear();
         true
@@ -565,24 +617,21 @@ impl SymTab {
         self.sync();
         self.overlap.overlaps = None;
         let Some(&last) = self.index.order.last() else { return };
-        // The new ends first, the table only read: each symbol's end
-        // depends on its own and its successor's start.
-        let mut ends = Vec::with_capacity(self.index.order.len());
-        let mut curr_mod = module(self.index.order[0]);
-        for i in 1..self.index.order.len() {
-            let (p, c) = (self.index.order[i - 1], self.index.order[i]);
+        // In place: each symbol's new end depends on its own end and start
+        // and its successor's start (from `starts`), and each symbol is
+        // the predecessor once, so no end read was changed before.
+        let (order, starts) = (&self.index.order, &self.index.starts);
+        let mut curr_mod = module(order[0]);
+        for i in 1..order.len() {
+            let (p, c) = (order[i - 1], order[i]);
             let prev_mod = curr_mod;
             curr_mod = module(c);
-            let (prev, curr_start) = (&self.syms[p as usize], self.index.starts[i]);
+            let prev = &mut self.syms[p as usize];
             if prev.end != prev.start {
                 continue;
             }
             // Not across the kernel/module boundary or between modules.
-            let end = if prev_mod != curr_mod { roundup_page(prev.end.wrapping_add(4096)) } else { curr_start };
-            ends.push((p, end));
-        }
-        for (p, end) in ends {
-            self.syms[p as usize].end = end;
+            prev.end = if prev_mod != curr_mod { roundup_page(prev.end.wrapping_add(4096)) } else { starts[i] };
         }
         let l = &mut self.syms[last as usize];
         if l.end == l.start {
@@ -595,9 +644,15 @@ impl SymTab {
     /// order perf does.
     pub fn fixup_duplicate(&mut self) {
         self.sync();
-        let (order, starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
-        let mut kept = Vec::with_capacity(order.len());
-        let mut kept_starts = Vec::with_capacity(order.len());
+        // The survivors are moved down in place (`kept` of them so far):
+        // a second order and starts would be 1.5 MB more for kallsyms.
+        let (mut order, mut starts) = (std::mem::take(&mut self.index.order), std::mem::take(&mut self.index.starts));
+        let mut kept = 0;
+        let mut keep = |order: &mut Vec<NodeId>, starts: &mut Vec<u64>, id: NodeId, start: u64| {
+            order[kept] = id;
+            starts[kept] = start;
+            kept += 1;
+        };
         let mut run: Vec<NodeId> = Vec::new();
         let mut erased = Vec::new();
         let mut i = 0;
@@ -607,9 +662,9 @@ impl SymTab {
             while j < order.len() && starts[j] == start {
                 j += 1;
             }
-            kept_starts.push(start);
             if j == i + 1 {
-                kept.push(order[i]);
+                let id = order[i];
+                keep(&mut order, &mut starts, id, start);
                 i = j;
                 continue;
             }
@@ -638,7 +693,7 @@ impl SymTab {
                     Some(group) => group.later.push((members, at, self.put_off.seq)),
                     None => _ = self.put_off.pending.insert(run[0], Aliases { members, at, seq: self.put_off.seq, later: Vec::new() }),
                 }
-                kept.push(run[0]);
+                keep(&mut order, &mut starts, run[0], start);
                 i = j;
                 continue;
             }
@@ -652,11 +707,13 @@ impl SymTab {
             for &id in &erased {
                 self.erased(id);
             }
-            kept.push(survivor);
+            keep(&mut order, &mut starts, survivor, start);
             i = j;
         }
-        self.index.order = kept;
-        self.index.starts = kept_starts;
+        order.truncate(kept);
+        starts.truncate(kept);
+        self.index.order = order;
+        self.index.starts = starts;
     }
 
     fn eager_aliases(&self) -> bool {
@@ -780,17 +837,13 @@ impl SymTab {
             self.index.order[i] = survivor;
             id = survivor;
         }
-        matches(&self.syms[id as usize], ip).then_some(id)
+        let s = &self.syms[id as usize];
+        holds(s.start, s.end, ip).then_some(id)
     }
 
     /// The index in `order` of the last symbol starting at or below `ip`.
-    /// (A binary search over a large table's starts misses the cache at
-    /// most of its levels; through `strides` it misses at one or two.)
     fn last_start_at_or_below(&self, ip: u64) -> Option<usize> {
-        let block = self.index.strides.partition_point(|&s| s <= ip).checked_sub(1)?;
-        let from = block * STRIDE;
-        let within = &self.index.starts[from..self.index.starts.len().min(from + STRIDE)];
-        Some(from + within.partition_point(|&s| s <= ip) - 1)
+        last_start_at_or_below(&self.index.starts, &self.index.strides, ip)
     }
 
     #[cfg(test)]
@@ -813,8 +866,7 @@ impl SymTab {
         });
         self.overlap.overlaps = Some(o);
         self.tree.walked.clear();
-        self.index.strides.clear();
-        self.index.strides.extend(self.index.starts.iter().step_by(STRIDE).copied());
+        self.index.strides = strides_of(&self.index.starts);
         self.overlap.tangled.clear();
         if o {
             // A symbol is tangled if an earlier one reaches its start (the
@@ -1059,9 +1111,26 @@ fn walk(tree: &RbTree<()>, syms: &[Sym], ip: u64) -> (Option<NodeId>, u64, u64) 
     (None, lo, hi)
 }
 
-/// Whether perf's walk stops at `s` for `ip`.
-fn matches(s: &Sym, ip: u64) -> bool {
-    s.start <= ip && (ip < s.end || ip == s.start)
+/// Whether perf's walk stops at a symbol from `start` to `end` for `ip`.
+pub fn holds(start: u64, end: u64, ip: u64) -> bool {
+    start <= ip && (ip < end || ip == start)
+}
+
+/// Every [`STRIDE`]th of `starts` (sorted), for
+/// [`last_start_at_or_below`].
+pub fn strides_of(starts: &[u64]) -> Vec<u64> {
+    starts.iter().step_by(STRIDE).copied().collect()
+}
+
+/// The index of the last of `starts` (sorted) at or below `ip`; `strides`
+/// is [`strides_of`] them. (A binary search over a large table's starts
+/// misses the cache at most of its levels; through `strides` it misses at
+/// one or two.)
+pub fn last_start_at_or_below(starts: &[u64], strides: &[u64], ip: u64) -> Option<usize> {
+    let block = strides.partition_point(|&s| s <= ip).checked_sub(1)?;
+    let from = block * STRIDE;
+    let within = &starts[from..starts.len().min(from + STRIDE)];
+    Some(from + within.partition_point(|&s| s <= ip) - 1)
 }
 
 fn roundup_page(x: u64) -> u64 {
