@@ -321,6 +321,32 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
     if sample_type & st::TRANSACTION != 0 {
         format::text(out, format_args!("... transaction: {:x}\n", s.transaction));
     }
+    if let Some(read) = &s.read {
+        sample_read(out, read);
+    }
+}
+
+/// perf's `sample_read__printf`: the counts a sample read (each member's
+/// of a group), with their ids (perf reads a group's values as if every
+/// one had an id: 0 here where there is none).
+fn sample_read(out: &mut Vec<u8>, read: &perf_data::sample::ReadValues<'_>) {
+    out.extend_from_slice(b"... sample_read:\n");
+    if let Some(t) = read.time_enabled {
+        format::text(out, format_args!("...... time enabled {t:016x}\n"));
+    }
+    if let Some(t) = read.time_running {
+        format::text(out, format_args!("...... time running {t:016x}\n"));
+    }
+    if read.group {
+        format::text(out, format_args!(".... group nr {}\n", read.iter().count()));
+    }
+    for ((id, value), lost) in read.iter().zip(read.lost()) {
+        format::text(out, format_args!("..... id {:016x}, value {value:016x}", id.unwrap_or(0)));
+        if let Some(lost) = lost {
+            format::text(out, format_args!(", lost {lost}"));
+        }
+        out.push(b'\n');
+    }
 }
 
 /// What perf prints for the user records of a file (its handlers'
