@@ -47,6 +47,10 @@ impl Script {
             self.dump_features = Some(super::header::FeatureStream::new(true, super::header::Pmus::system()));
         }
         let x86 = t == kind::SAMPLE && self.is_x86(cx.features);
+        if let (kind::SAMPLE, Some(evsel)) = (t, ev.evsel) {
+            self.read_branch_stack(cx.evlist, cx.features, evsel);
+        }
+        let cntr_info = self.brcntr.as_ref().map_or((0, 0), |c| (c.width, c.nr));
         let out = &mut self.buf;
         out.push(b'\n');
         format::hex_alt(out, offset);
@@ -76,7 +80,7 @@ impl Script {
                 if let (Some(s), Some(evsel)) = (ev.sample, ev.evsel) {
                     let attr = &cx.evlist.evsels[evsel].attr;
                     out.extend_from_slice(b"PERF_RECORD_SAMPLE");
-                    sample(out, rec, s, attr, x86);
+                    sample(out, rec, s, attr, x86, cntr_info);
                 }
             }
             kind::CALLCHAIN_DEFERRED => {
@@ -257,7 +261,8 @@ fn lbr_call_chain(out: &mut Vec<u8>, ips: &[u64], stack: &perf_data::sample::Bra
 }
 
 /// perf's `dump_sample`, for the sample fields pstitch decodes.
-fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, attr: &perf_data::attr::Attr, x86: bool) {
+/// `cntr_info` is the counters' width and number (see [`super::brcntr`]).
+fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, attr: &perf_data::attr::Attr, x86: bool, cntr_info: (u32, u32)) {
     let sample_type = attr.sample_type;
     let callstack = attr.branch_sample_type & perf_data::attr::branch_sample_type::CALL_STACK != 0;
     format::text(out, format_args!("(IP, {:#x}): {}/{}: ", rec.header.misc, s.pid, s.tid));
@@ -282,6 +287,13 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
         Some(stack) if callstack => branch_callstack(out, stack),
         Some(stack) => branch_stack(out, stack),
         None => {}
+    }
+    if let Some(counters) = s.branch_stack.and_then(|b| b.counters) {
+        let (width, nr) = cntr_info;
+        format::text(out, format_args!("... branch stack counters: nr:{} (counter width: {width} max counter nr:{nr})\n", counters.len()));
+        for (i, c) in counters.iter().enumerate() {
+            format::text(out, format_args!("..... {i:2}: {c:016x}\n"));
+        }
     }
     for (kind, regs) in [("user", &s.user_regs), ("intr", &s.intr_regs)] {
         if let Some(r) = regs
