@@ -47,9 +47,6 @@ impl Script {
             self.dump_features = Some(super::header::FeatureStream::new(true, super::header::Pmus::system()));
         }
         let x86 = t == kind::SAMPLE && self.is_x86(cx.features);
-        if let (kind::SAMPLE, Some(evsel)) = (t, ev.evsel) {
-            self.read_branch_stack(cx.evlist, cx.features, evsel);
-        }
         let cntr_info = self.brcntr.as_ref().map_or((0, 0), |c| (c.width, c.nr));
         let out = &mut self.buf;
         out.push(b'\n');

@@ -803,9 +803,9 @@ impl Script {
         self.buf.push(b' ');
     }
 
-    /// A sample of event `evsel` was read: perf numbers the events its
-    /// branch counters count when it first reads one with a branch stack
-    /// (`evsel__has_branch_counters`).
+    /// A sample of event `evsel` was read (delivered, before the filters):
+    /// perf numbers the events its branch counters count when it first
+    /// reads one with a branch stack (`evsel__has_branch_counters`).
     fn read_branch_stack(&mut self, evlist: &Evlist, features: &perf_data::features::Features, evsel: usize) {
         if self.brcntr.is_none() && evlist.evsels.get(evsel).is_some_and(|e| e.attr.samples(st::BRANCH_STACK)) {
             self.brcntr = Some(brcntr::BranchCounters::new(evlist, features, |i| self.event_name(&evlist.evsels[i]).into_owned()));
@@ -963,7 +963,6 @@ impl Tool for Script {
 
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
-        self.read_branch_stack(cx.evlist, cx.features, ev.evsel);
         self.is_x86(cx.features);
         // perf prints srccode lines to standard output, not to the event's
         // dump file: with --per-event-dump they come in the pass of the
@@ -1052,6 +1051,13 @@ impl Tool for Script {
     }
 
     fn dump(&mut self, cx: &mut Context<'_>, ev: &RawEvent<'_>) -> Result<()> {
+        // Every sample is read here, before any filter, as perf reads it.
+        if self.brcntr.is_none()
+            && ev.record.header.type_ == kind::SAMPLE
+            && let Some(evsel) = ev.evsel
+        {
+            self.read_branch_stack(cx.evlist, cx.features, evsel);
+        }
         if self.dump.is_some() {
             self.endian = cx.endian;
             self.dump_record(cx, ev);

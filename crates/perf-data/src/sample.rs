@@ -654,7 +654,8 @@ mod tests {
         assert_eq!(r.iter().collect::<Vec<_>>(), [(Some(7), 42)]);
         assert_eq!((r.time_enabled, r.time_running, r.lost().collect::<Vec<_>>()), (Some(1000), None, vec![Some(0)]));
         let both = Attr { sample_type: READ, read_format: GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID | LOST, ..Attr::default() };
-        let s = Sample::parse(&le(&[1, 50, 40, 9, 901, 3]), &both, Endian::Little).unwrap();
+        let b = le(&[1, 50, 40, 9, 901, 3]);
+        let s = Sample::parse(&b, &both, Endian::Little).unwrap();
         let r = s.read.unwrap();
         assert_eq!((r.time_enabled, r.time_running), (Some(50), Some(40)));
         assert_eq!((r.iter().collect::<Vec<_>>(), r.lost().collect::<Vec<_>>()), (vec![(Some(901), 9)], vec![Some(3)]));
