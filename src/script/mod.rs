@@ -714,8 +714,10 @@ impl Script {
     fn print_start(&mut self, fields: u64, comm: &[u8], pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
         if fields & f::BRCNTR != 0
             && let Some(c) = &self.brcntr
+            && !matches!(self.opts.per_event, PerEvent::Samples(_))
         {
-            // Before every line, once perf knows the counted events.
+            // Before every line, once perf knows the counted events; to
+            // standard output, not to an event's dump file.
             self.buf.extend_from_slice(&c.list);
         }
         let out = &mut self.buf;
@@ -990,7 +992,14 @@ impl Tool for Script {
             return Ok(());
         }
         if srccode_only {
+            // What perf prints of a sample to standard output with
+            // --per-event-dump: brcntr's list, srccode lines.
             let fields = self.opts.fields.types[output_type(&cx.evlist.evsels[ev.evsel].attr)].fields;
+            if fields & f::BRCNTR != 0
+                && let Some(c) = &self.brcntr
+            {
+                self.buf.extend_from_slice(&c.list);
+            }
             if fields & f::SRCCODE != 0 {
                 let s = ev.sample;
                 self.print_srccode(cx.machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
