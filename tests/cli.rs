@@ -299,6 +299,26 @@ fn per_event_dump_writes_a_file_per_event() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `pstitch script --per-event-dump -F fields` on a copy of the golden
+/// `case`'s perf.data in a directory of its own (named by `tag`), with the
+/// case's symfs and kallsyms: the directory (for the dump files) and the
+/// output, whose exit status must be 0.
+fn per_event_dump_of(case: &std::path::Path, tag: &str, fields: &str) -> (std::path::PathBuf, std::process::Output) {
+    let dir = std::env::temp_dir().join(format!("pstitch-per-event-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
+    let out = pstitch()
+        .current_dir(&dir)
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .args(["script", "-i", "perf.data", "--per-event-dump", "-F", fields])
+        .arg(format!("--symfs={}", case.join("symfs").display()))
+        .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    (dir, out)
+}
+
 /// `--per-event-dump` with the `brcntr` field: perf prints the branch
 /// counters' abbreviation list to standard output (once per sample line),
 /// not to the events' files (checked by hand with perf-ref on a copy of
@@ -308,18 +328,7 @@ fn per_event_dump_writes_a_file_per_event() {
 #[test]
 fn per_event_dump_prints_the_branch_counter_list_to_stdout() {
     let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/brcntr");
-    let dir = std::env::temp_dir().join(format!("pstitch-per-event-brcntr-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
-    let out = pstitch()
-        .current_dir(&dir)
-        .env("PERF_BUILDID_DIR", "/nonexistent")
-        .args(["script", "-i", "perf.data", "--per-event-dump", "-F", "+brcntr"])
-        .arg(format!("--symfs={}", case.join("symfs").display()))
-        .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (dir, out) = per_event_dump_of(&case, "brcntr", "+brcntr");
     let golden = std::fs::read(case.join("brcntr-plus.out")).unwrap();
     let (mut lists, mut files) = (Vec::new(), std::collections::BTreeMap::<&str, Vec<u8>>::new());
     let mut event = "";
@@ -355,18 +364,7 @@ fn per_event_dump_prints_the_branch_counter_list_to_stdout() {
 fn per_event_dump_prints_srccode_lines_to_stdout() {
     let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/c-threads");
     golden_common::install_sources(&case).unwrap();
-    let dir = std::env::temp_dir().join(format!("pstitch-per-event-srccode-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
-    let out = pstitch()
-        .current_dir(&dir)
-        .env("PERF_BUILDID_DIR", "/nonexistent")
-        .args(["script", "-i", "perf.data", "--per-event-dump", "-F", "comm,tid,ip,sym,srccode"])
-        .arg(format!("--symfs={}", case.join("symfs").display()))
-        .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (dir, out) = per_event_dump_of(&case, "srccode", "comm,tid,ip,sym,srccode");
     let golden = std::fs::read(case.join("srccode.out")).unwrap();
     let (code, rest): (Vec<&[u8]>, Vec<&[u8]>) = golden.split_inclusive(|&b| b == b'\n').partition(|l| l.starts_with(b"|"));
     assert!(code.len() > 10, "the golden output has srccode lines");
