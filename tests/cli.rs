@@ -299,6 +299,62 @@ fn per_event_dump_writes_a_file_per_event() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `pstitch script --per-event-dump -F fields` on a copy of the golden
+/// `case`'s perf.data in a directory of its own (named by `tag`), with the
+/// case's symfs and kallsyms: the directory (for the dump files) and the
+/// output, whose exit status must be 0.
+fn per_event_dump_of(case: &std::path::Path, tag: &str, fields: &str) -> (std::path::PathBuf, std::process::Output) {
+    let dir = std::env::temp_dir().join(format!("pstitch-per-event-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
+    let out = pstitch()
+        .current_dir(&dir)
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .args(["script", "-i", "perf.data", "--per-event-dump", "-F", fields])
+        .arg(format!("--symfs={}", case.join("symfs").display()))
+        .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    (dir, out)
+}
+
+/// `--per-event-dump` with the `brcntr` field: perf prints the branch
+/// counters' abbreviation list to standard output (once per sample line),
+/// not to the events' files (checked by hand with perf-ref on a copy of
+/// brcntr/perf.data): each file holds the lines of its event of
+/// brcntr/brcntr-plus.out (perf-ref's) without the lists, standard output
+/// the lists, then a line per file.
+#[test]
+fn per_event_dump_prints_the_branch_counter_list_to_stdout() {
+    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/brcntr");
+    let (dir, out) = per_event_dump_of(&case, "brcntr", "+brcntr");
+    let golden = std::fs::read(case.join("brcntr-plus.out")).unwrap();
+    let (mut lists, mut files) = (Vec::new(), std::collections::BTreeMap::<&str, Vec<u8>>::new());
+    let mut event = "";
+    for line in golden.split_inclusive(|&b| b == b'\n') {
+        if line.starts_with(b"# ") {
+            lists.extend_from_slice(line);
+            continue;
+        }
+        let text = String::from_utf8_lossy(line);
+        if let Some(e) = ["cpu-clock", "task-clock", "page-faults"].into_iter().find(|e| text.contains(&format!(" {e}: "))) {
+            event = e;
+        }
+        files.entry(event).or_default().extend_from_slice(line);
+    }
+    assert_eq!(lists.iter().filter(|&&b| b == b'\n').count(), 6 * 136, "a list per sample line");
+    for (event, want) in &files {
+        assert!(std::fs::read(dir.join(format!("perf.data.{event}.dump"))).unwrap() == *want, "{event}: the dump file differs from perf's");
+    }
+    let (listed, trailer) = out.stdout.split_at(lists.len().min(out.stdout.len()));
+    assert!(listed == lists, "standard output does not start with perf's lists");
+    let trailer = String::from_utf8_lossy(trailer);
+    assert_eq!(trailer.lines().count(), 3, "{trailer}");
+    assert!(trailer.lines().all(|l| l.starts_with("[ perf script: Wrote ")), "{trailer}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `--per-event-dump` with the `srccode` field: perf prints the srccode
 /// lines to standard output, not to the event's file (checked by hand with
 /// perf-ref on a copy of c-threads/perf.data, also with
@@ -308,18 +364,7 @@ fn per_event_dump_writes_a_file_per_event() {
 fn per_event_dump_prints_srccode_lines_to_stdout() {
     let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/c-threads");
     golden_common::install_sources(&case).unwrap();
-    let dir = std::env::temp_dir().join(format!("pstitch-per-event-srccode-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
-    let out = pstitch()
-        .current_dir(&dir)
-        .env("PERF_BUILDID_DIR", "/nonexistent")
-        .args(["script", "-i", "perf.data", "--per-event-dump", "-F", "comm,tid,ip,sym,srccode"])
-        .arg(format!("--symfs={}", case.join("symfs").display()))
-        .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (dir, out) = per_event_dump_of(&case, "srccode", "comm,tid,ip,sym,srccode");
     let golden = std::fs::read(case.join("srccode.out")).unwrap();
     let (code, rest): (Vec<&[u8]>, Vec<&[u8]>) = golden.split_inclusive(|&b| b == b'\n').partition(|l| l.starts_with(b"|"));
     assert!(code.len() > 10, "the golden output has srccode lines");

@@ -56,7 +56,22 @@ fn cases() -> Vec<Case> {
     let rustwork = fixture("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
     let deep = ["/tmp/pstitch-hostile/deep1024", "/tmp/pstitch-hostile/deep1025", "/tmp/pstitch-hostile/deep1100"];
     let c_threads = fixture("tests/golden/c-threads/perf.data");
+    let brcntr = fixture("tests/golden/brcntr/perf.data");
     vec![
+        // Issue 27: branch counters of 0 and of 1 bit (the capability is a
+        // claim: the words are read with whatever width it gives).
+        Case {
+            name: "brcntr-width-0",
+            perf_data: generate::branch_counter_width(&brcntr, "0"),
+            symfs: vec![],
+            args: "-F tid,ip,sym,brstackinsn,brcntr",
+        },
+        Case {
+            name: "brcntr-width-1",
+            perf_data: generate::branch_counter_width(&brcntr, "1"),
+            symfs: vec![],
+            args: "-F tid,ip,sym,brstackinsn,brcntr",
+        },
         // Issue 27: a BUILD_ID entry of zeros, and one of size 0, are no
         // build-id (perf finds the file by its path).
         Case {
@@ -303,6 +318,29 @@ fn check_case(name: &str) -> String {
     assert!(out == want, "{name}: output differs from perf-ref's: {}", first_difference(&out, &want));
     let _ = std::fs::remove_dir_all(&dir);
     err
+}
+
+#[test]
+fn branch_counters_are_read_with_the_width_the_capabilities_claim() {
+    check_case("brcntr-width-0");
+    check_case("brcntr-width-1");
+    // Wider than 16 bits perf would print up to 2^32 letters per event and
+    // branch: pstitch refuses the field, and says why.
+    let dir = std::env::temp_dir().join(format!("pstitch-hostile-{}", std::process::id())).join("brcntr-width-33");
+    let case = Case {
+        name: "brcntr-width-33",
+        perf_data: generate::branch_counter_width(&fixture("tests/golden/brcntr/perf.data"), "33"),
+        symfs: vec![],
+        args: "",
+    };
+    write_case(&case, &dir, false);
+    let (out, err, code) = run_pstitch(&dir, "-F tid,ip,sym,brstackinsn,brcntr");
+    assert!(out.is_empty() && code != Some(0), "{code:?}");
+    assert!(err.contains("'brcntr' field with a branch_counter_width of 33"), "{err}");
+    // Without brcntr the counters are not looked at.
+    let (out, _, code) = run_pstitch(&dir, "-F tid,ip,sym,brstack");
+    assert!(!out.is_empty() && code == Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -74,14 +74,17 @@ struct Walk {
     lastsym: Option<(u64, u64)>,
     total_cycles: u64,
     insnlen: bool,
+    /// `brcntr`: the sample's event (its group's counters are printed).
+    brcntr: Option<usize>,
     buf: Vec<u8>,
 }
 
 impl Script {
     /// perf's `perf_sample__fprintf_brstackinsn` for `brstackinsn` or
-    /// `brstackinsnlen` in `fields`; `branch_type` is the event's
+    /// `brstackinsnlen` in `fields` (and `brcntr`: the counters of event
+    /// `evsel`'s group on each jump); `branch_type` is the event's
     /// `branch_sample_type`.
-    pub(super) fn print_brstackinsn(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, branch_type: u64, stack: &BranchStack<'_>) {
+    pub(super) fn print_brstackinsn(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, evsel: usize, branch_type: u64, stack: &BranchStack<'_>) {
         let mut entries: Vec<BranchEntry> = stack.iter().collect();
         if entries.is_empty() {
             return;
@@ -90,14 +93,17 @@ impl Script {
             entries.truncate(self.opts.max_blocks as usize + 1);
         }
         let nr = entries.len();
-        let mut w = Walk { tid: s.tid, cpumode: CpuMode::User, bitness: 64, lastsym: None, total_cycles: 0, insnlen: fields & f::BRSTACKINSNLEN != 0, buf: Vec::new() };
+        let brcntr = (fields & f::BRCNTR != 0).then_some(evsel);
+        let mut w = Walk { tid: s.tid, cpumode: CpuMode::User, bitness: 64, lastsym: None, total_cycles: 0, insnlen: fields & f::BRSTACKINSNLEN != 0, brcntr, buf: Vec::new() };
+        // A sample without counters shows none occurred (perf's 0).
+        let counter = |i: usize| stack.counters.and_then(|c| c.get(i)).unwrap_or(0);
         self.buf.push(b'\n');
 
         // The first branch: where its block started is not known.
         let first = entries[nr - 1];
         if let Grab::Read(len @ 1..) = self.grab(machine, &mut w, first.from, first.from) {
             self.insn_sym(machine, &mut w, first.from);
-            self.insn_jump(&mut w, first.from, &first, 0, len, 0);
+            self.insn_jump(&mut w, first.from, &first, counter(nr - 1), 0, len, 0);
         }
 
         let mut i = nr as isize - 2;
@@ -126,7 +132,7 @@ impl Script {
                 self.insn_sym(machine, &mut w, ip);
                 if ip == end {
                     insns += 1;
-                    self.insn_jump(&mut w, ip, &entry, off, len, insns);
+                    self.insn_jump(&mut w, ip, &entry, counter(i as usize), off, len, insns);
                     break;
                 }
                 let ilen = self.insn_line(&mut w, ip, off, len);
@@ -255,9 +261,11 @@ impl Script {
     }
 
     /// perf's `ip__fprintf_jump`: the branch instruction ending a block,
-    /// its text padded to 30 columns, then the branch's flags, cycles and
-    /// the IPC of the block (`insns` instructions).
-    fn insn_jump(&mut self, w: &mut Walk, ip: u64, entry: &BranchEntry, off: usize, len: usize, insns: u32) {
+    /// its text padded to 30 columns, then (`brcntr`) the events counted
+    /// in `counters`, the branch's flags, cycles and the IPC of the block
+    /// (`insns` instructions).
+    #[allow(clippy::too_many_arguments)]
+    fn insn_jump(&mut self, w: &mut Walk, ip: u64, entry: &BranchEntry, counters: u64, off: usize, len: usize, insns: u32) {
         let (ilen, at) = self.insn_text(w, ip, off, len);
         if self.buf.len() - at < 30 {
             self.buf.resize(at + 30, b' ');
@@ -267,7 +275,10 @@ impl Script {
             format::text(&mut self.buf, format_args!("ilen: {ilen}\t"));
         }
         let fl = entry.flags;
-        self.buf.push(b'#');
+        match (w.brcntr, &self.brcntr) {
+            (Some(evsel), Some(c)) => c.print(&mut self.buf, evsel, counters),
+            _ => self.buf.push(b'#'),
+        }
         for (on, text) in [(fl.predicted(), " PRED"), (fl.mispred(), " MISPRED"), (fl.in_tx(), " INTX"), (fl.abort(), " ABORT")] {
             if on {
                 self.buf.extend_from_slice(text.as_bytes());

@@ -47,6 +47,7 @@ impl Script {
             self.dump_features = Some(super::header::FeatureStream::new(true, super::header::Pmus::system()));
         }
         let x86 = t == kind::SAMPLE && self.is_x86(cx.features);
+        let cntr_info = self.brcntr.as_ref().map_or((0, 0), |c| (c.width, c.nr));
         let out = &mut self.buf;
         out.push(b'\n');
         format::hex_alt(out, offset);
@@ -76,7 +77,7 @@ impl Script {
                 if let (Some(s), Some(evsel)) = (ev.sample, ev.evsel) {
                     let attr = &cx.evlist.evsels[evsel].attr;
                     out.extend_from_slice(b"PERF_RECORD_SAMPLE");
-                    sample(out, rec, s, attr, x86);
+                    sample(out, rec, s, attr, x86, cntr_info);
                 }
             }
             kind::CALLCHAIN_DEFERRED => {
@@ -257,7 +258,8 @@ fn lbr_call_chain(out: &mut Vec<u8>, ips: &[u64], stack: &perf_data::sample::Bra
 }
 
 /// perf's `dump_sample`, for the sample fields pstitch decodes.
-fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, attr: &perf_data::attr::Attr, x86: bool) {
+/// `cntr_info` is the counters' width and number (see [`super::brcntr`]).
+fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>, attr: &perf_data::attr::Attr, x86: bool, cntr_info: (u32, u32)) {
     let sample_type = attr.sample_type;
     let callstack = attr.branch_sample_type & perf_data::attr::branch_sample_type::CALL_STACK != 0;
     format::text(out, format_args!("(IP, {:#x}): {}/{}: ", rec.header.misc, s.pid, s.tid));
@@ -282,6 +284,13 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
         Some(stack) if callstack => branch_callstack(out, stack),
         Some(stack) => branch_stack(out, stack),
         None => {}
+    }
+    if let Some(counters) = s.branch_stack.and_then(|b| b.counters) {
+        let (width, nr) = cntr_info;
+        format::text(out, format_args!("... branch stack counters: nr:{} (counter width: {width} max counter nr:{nr})\n", counters.len()));
+        for (i, c) in counters.iter().enumerate() {
+            format::text(out, format_args!("..... {i:2}: {c:016x}\n"));
+        }
     }
     for (kind, regs) in [("user", &s.user_regs), ("intr", &s.intr_regs)] {
         if let Some(r) = regs
@@ -320,6 +329,32 @@ fn sample(out: &mut Vec<u8>, rec: &Record<'_>, s: &perf_data::sample::Sample<'_>
     }
     if sample_type & st::TRANSACTION != 0 {
         format::text(out, format_args!("... transaction: {:x}\n", s.transaction));
+    }
+    if let Some(read) = &s.read {
+        sample_read(out, read);
+    }
+}
+
+/// perf's `sample_read__printf`: the counts a sample read (each member's
+/// of a group), with their ids (perf reads a group's values as if every
+/// one had an id: 0 here where there is none).
+fn sample_read(out: &mut Vec<u8>, read: &perf_data::sample::ReadValues<'_>) {
+    out.extend_from_slice(b"... sample_read:\n");
+    if let Some(t) = read.time_enabled {
+        format::text(out, format_args!("...... time enabled {t:016x}\n"));
+    }
+    if let Some(t) = read.time_running {
+        format::text(out, format_args!("...... time running {t:016x}\n"));
+    }
+    if read.group {
+        format::text(out, format_args!(".... group nr {}\n", read.iter().count()));
+    }
+    for ((id, value), lost) in read.iter().zip(read.lost()) {
+        format::text(out, format_args!("..... id {:016x}, value {value:016x}", id.unwrap_or(0)));
+        if let Some(lost) = lost {
+            format::text(out, format_args!(", lost {lost}"));
+        }
+        out.push(b'\n');
     }
 }
 

@@ -10,6 +10,7 @@
 //! ```
 
 mod branch;
+mod brcntr;
 mod brstackinsn;
 mod callchain;
 mod data_src;
@@ -266,6 +267,9 @@ pub(crate) struct Script {
     pub samples_printed: u64,
     /// `insn`, `insnlen`: the DSOs' files the bytes are read from.
     insn: insn::InsnReader,
+    /// The branch counters' events and width (see [`brcntr`]), known
+    /// from the first sample with a branch stack on, as perf knows them.
+    brcntr: Option<brcntr::BranchCounters>,
 }
 
 /// perf's `struct evswitch`: samples are shown from an occurrence of the
@@ -352,6 +356,7 @@ impl Script {
             dump_unordered: false,
             samples_printed: 0,
             insn: insn::InsnReader::default(),
+            brcntr: None,
         }
     }
 
@@ -432,6 +437,9 @@ impl Script {
             self.checked[ty] = true;
         }
         self.branch_fields_checked();
+        if self.opts.fields.types.iter().any(|t| t.fields & f::BRCNTR != 0) {
+            brcntr::BranchCounters::new(evlist, features, |i| self.event_name(&evlist.evsels[i]).into_owned()).check().map_err(fields::FieldError)?;
+        }
         if !self.opts.hide_call_graph && !evlist.is_empty() {
             self.use_callchain = evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN));
         }
@@ -623,7 +631,7 @@ impl Script {
         if fields & (f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM) != 0
             && let Some(stack) = &s.branch_stack
         {
-            self.print_brstackinsn(machine, fields, s, attr.branch_sample_type, stack);
+            self.print_brstackinsn(machine, fields, s, evsel, attr.branch_sample_type, stack);
         }
         if fields & f::PHYS_ADDR != 0 {
             format::hex(&mut self.buf, s.phys_addr, 16);
@@ -704,6 +712,14 @@ impl Script {
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
     #[allow(clippy::too_many_arguments)]
     fn print_start(&mut self, fields: u64, comm: &[u8], pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
+        if fields & f::BRCNTR != 0
+            && let Some(c) = &self.brcntr
+            && !matches!(self.opts.per_event, PerEvent::Samples(_))
+        {
+            // Before every line, once perf knows the counted events; to
+            // standard output, not to an event's dump file.
+            self.buf.extend_from_slice(&c.list);
+        }
         let out = &mut self.buf;
         self.heads.head(out, fields, comm, pid, tid, cpu, comm_unpadded);
         if fields & f::MISC != 0 {
@@ -787,6 +803,15 @@ impl Script {
             None => self.buf.extend_from_slice(b"failed"),
         }
         self.buf.push(b' ');
+    }
+
+    /// A sample of event `evsel` was read (delivered, before the filters):
+    /// perf numbers the events its branch counters count when it first
+    /// reads one with a branch stack (`evsel__has_branch_counters`).
+    fn read_branch_stack(&mut self, evlist: &Evlist, features: &perf_data::features::Features, evsel: usize) {
+        if self.brcntr.is_none() && evlist.evsels.get(evsel).is_some_and(|e| e.attr.samples(st::BRANCH_STACK)) {
+            self.brcntr = Some(brcntr::BranchCounters::new(evlist, features, |i| self.event_name(&evlist.evsels[i]).into_owned()));
+        }
     }
 
     /// HEADER_CLOCK_DATA's payload (perf's `process_clock_data`; a version
@@ -967,7 +992,14 @@ impl Tool for Script {
             return Ok(());
         }
         if srccode_only {
+            // What perf prints of a sample to standard output with
+            // --per-event-dump: brcntr's list, srccode lines.
             let fields = self.opts.fields.types[output_type(&cx.evlist.evsels[ev.evsel].attr)].fields;
+            if fields & f::BRCNTR != 0
+                && let Some(c) = &self.brcntr
+            {
+                self.buf.extend_from_slice(&c.list);
+            }
             if fields & f::SRCCODE != 0 {
                 let s = ev.sample;
                 self.print_srccode(cx.machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
@@ -1028,6 +1060,13 @@ impl Tool for Script {
     }
 
     fn dump(&mut self, cx: &mut Context<'_>, ev: &RawEvent<'_>) -> Result<()> {
+        // Every sample is read here, before any filter, as perf reads it.
+        if self.brcntr.is_none()
+            && ev.record.header.type_ == kind::SAMPLE
+            && let Some(evsel) = ev.evsel
+        {
+            self.read_branch_stack(cx.evlist, cx.features, evsel);
+        }
         if self.dump.is_some() {
             self.endian = cx.endian;
             self.dump_record(cx, ev);

@@ -612,3 +612,21 @@ pub fn random_code(len: usize, mut seed: u64, elf32: bool) -> Vec<u8> {
     }
     out
 }
+
+/// A recording with branch counters (tests/golden/brcntr) whose
+/// HEADER_CPU_PMU_CAPS claims `branch_counter_width=value` (the string's
+/// place in the section keeps its size: `value` must fit the 64 bytes perf
+/// padded the original to).
+pub fn branch_counter_width(data: &[u8], value: &str) -> Vec<u8> {
+    let name = b"branch_counter_width\0";
+    let at = data.windows(name.len()).rposition(|w| w == name).expect("a branch_counter_width capability");
+    let name_len = u32::from_le_bytes(data[at - 4..at].try_into().unwrap()) as usize;
+    let len_at = at + name_len;
+    let len = u32::from_le_bytes(data[len_at..len_at + 4].try_into().unwrap()) as usize;
+    assert!(value.len() < len);
+    let mut out = data.to_vec();
+    let v = &mut out[len_at + 4..len_at + 4 + len];
+    v.fill(0);
+    v[..value.len()].copy_from_slice(value.as_bytes());
+    out
+}

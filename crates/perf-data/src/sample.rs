@@ -256,8 +256,13 @@ pub struct ReadValues<'a> {
     stride: usize,
     /// Where the id is in an entry (PERF_FORMAT_ID).
     id_at: Option<usize>,
+    /// Where the lost count is in an entry (PERF_FORMAT_LOST).
+    lost_at: Option<usize>,
     /// PERF_FORMAT_GROUP.
     pub group: bool,
+    /// PERF_FORMAT_TOTAL_TIME_ENABLED, PERF_FORMAT_TOTAL_TIME_RUNNING.
+    pub time_enabled: Option<u64>,
+    pub time_running: Option<u64>,
 }
 
 impl<'a> ReadValues<'a> {
@@ -268,6 +273,13 @@ impl<'a> ReadValues<'a> {
             let at = i * stride;
             (id_at.and_then(|k| entries.get(at + k)), entries.get(at).unwrap_or(0))
         })
+    }
+
+    /// The lost count of each counter (`None` without PERF_FORMAT_LOST),
+    /// in the order of [`ReadValues::iter`].
+    pub fn lost(&self) -> impl Iterator<Item = Option<u64>> + 'a {
+        let (entries, stride, lost_at) = (self.entries, self.stride, self.lost_at);
+        (0..entries.len() / stride).map(move |i| lost_at.and_then(|k| entries.get(i * stride + k)))
     }
 }
 
@@ -518,16 +530,42 @@ fn branch_stack<'a>(c: &mut Cursor<'a>, branch_type: u64) -> Result<BranchStack<
 fn read_values<'a>(c: &mut Cursor<'a>, rf: u64) -> Result<ReadValues<'a>, Truncated> {
     let times = (rf & read_format::TOTAL_TIME_ENABLED != 0) as usize + (rf & read_format::TOTAL_TIME_RUNNING != 0) as usize;
     let has_id = rf & read_format::ID != 0;
-    let per_value = 1 + has_id as usize + (rf & read_format::LOST != 0) as usize;
+    let has_lost = rf & read_format::LOST != 0;
+    let per_value = 1 + has_id as usize + has_lost as usize;
+    // The times, when read, are in this order.
+    let time = |t: &[u64], bit: u64| {
+        let k = (bit == read_format::TOTAL_TIME_RUNNING && rf & read_format::TOTAL_TIME_ENABLED != 0) as usize;
+        (rf & bit != 0).then(|| t[k])
+    };
     if rf & read_format::GROUP != 0 {
         let nr = c.u64()?;
-        c.skip(times * 8)?;
+        let mut t = [0u64; 2];
+        for v in t.iter_mut().take(times) {
+            *v = c.u64()?;
+        }
         let words = nr.checked_mul(per_value as u64).ok_or(Truncated)?;
         let entries = c.u64_array(words)?;
-        Ok(ReadValues { entries, stride: per_value, id_at: has_id.then_some(1), group: true })
+        Ok(ReadValues {
+            entries,
+            stride: per_value,
+            id_at: has_id.then_some(1),
+            lost_at: has_lost.then_some(1 + has_id as usize),
+            group: true,
+            time_enabled: time(&t, read_format::TOTAL_TIME_ENABLED),
+            time_running: time(&t, read_format::TOTAL_TIME_RUNNING),
+        })
     } else {
         let entries = c.u64_array((times + per_value) as u64)?;
-        Ok(ReadValues { entries, stride: times + per_value, id_at: has_id.then_some(1 + times), group: false })
+        let t = [entries.get(1).unwrap_or(0), entries.get(2).unwrap_or(0)];
+        Ok(ReadValues {
+            entries,
+            stride: times + per_value,
+            id_at: has_id.then_some(1 + times),
+            lost_at: has_lost.then_some(1 + times + has_id as usize),
+            group: false,
+            time_enabled: time(&t, read_format::TOTAL_TIME_ENABLED),
+            time_running: time(&t, read_format::TOTAL_TIME_RUNNING),
+        })
     }
 }
 
@@ -607,13 +645,20 @@ mod tests {
 
     #[test]
     fn read_values_of_one_counter_and_of_a_group() {
-        use read_format::{GROUP, ID, LOST, TOTAL_TIME_ENABLED};
+        use read_format::{GROUP, ID, LOST, TOTAL_TIME_ENABLED, TOTAL_TIME_RUNNING};
         let one = Attr { sample_type: READ, read_format: TOTAL_TIME_ENABLED | ID | LOST, ..Attr::default() };
         let b = le(&[42, 1000, 7, 0]);
         let s = Sample::parse(&b, &one, Endian::Little).unwrap();
         let r = s.read.unwrap();
         assert!(!r.group);
         assert_eq!(r.iter().collect::<Vec<_>>(), [(Some(7), 42)]);
+        assert_eq!((r.time_enabled, r.time_running, r.lost().collect::<Vec<_>>()), (Some(1000), None, vec![Some(0)]));
+        let both = Attr { sample_type: READ, read_format: GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID | LOST, ..Attr::default() };
+        let b = le(&[1, 50, 40, 9, 901, 3]);
+        let s = Sample::parse(&b, &both, Endian::Little).unwrap();
+        let r = s.read.unwrap();
+        assert_eq!((r.time_enabled, r.time_running), (Some(50), Some(40)));
+        assert_eq!((r.iter().collect::<Vec<_>>(), r.lost().collect::<Vec<_>>()), (vec![(Some(901), 9)], vec![Some(3)]));
         let group = Attr { sample_type: READ | IP, read_format: GROUP | ID, ..Attr::default() };
         let b = le(&[0x99, 3, 10, 101, 20, 102, 30, 103]);
         let s = Sample::parse(&b, &group, Endian::Little).unwrap();
