@@ -119,7 +119,11 @@ const PRINTED_EMPTY: Field = f::CALLINDENT | f::SYNTH | f::MACHINE_PID | f::VCPU
 /// yet): see [`OutputFields::check_attr`] and `Script::check_output`.
 /// (`brstackinsn`, `brstackinsnlen` and `brstackdisasm` are not printed
 /// with source lines yet.)
-const REFUSED_WITH_DATA: Field = f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM | f::TOD;
+const REFUSED_WITH_DATA: Field = INSN_BLOCKS | f::TOD;
+
+/// The fields that print the code between a sample's branches
+/// (`brstackdisasm` prints as `brstackinsn`: see [`OutputFields::parse`]).
+pub const INSN_BLOCKS: Field = f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM;
 
 /// "pstitch does not support the '<name>' field" (for `detail`).
 fn unsupported(field: Field, detail: &str) -> FieldError {
@@ -414,7 +418,7 @@ impl OutputFields {
                     .into(),
             ));
         }
-        let insn = self.types[ty].fields & (f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM);
+        let insn = self.types[ty].fields & INSN_BLOCKS;
         if insn != 0 {
             // perf checks the branch filters of all events together.
             if self.combined_branch_type & BRANCH_ANY == 0 {

@@ -466,7 +466,7 @@ impl Script {
     fn branch_fields_checked(&mut self) {
         let any = |bits: fields::Field| self.opts.fields.types.iter().any(|t| t.fields & bits != 0);
         self.track_loads = any(f::BRSTACKOFF);
-        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF | f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM);
+        self.branch_lookups = any(f::BRSTACK | f::BRSTACKSYM | f::BRSTACKOFF | fields::INSN_BLOCKS);
     }
 
     /// Prints pipe-mode features as they arrive (see [`header::FeatureStream`]).
@@ -628,7 +628,7 @@ impl Script {
         if fields & (f::INSN | f::INSNLEN) != 0 {
             self.insn.print(&mut self.buf, &mut self.symbolizer, machine, s.tid, s.ip, fields);
         }
-        if fields & (f::BRSTACKINSN | f::BRSTACKINSNLEN | f::BRSTACKDISASM) != 0
+        if fields & fields::INSN_BLOCKS != 0
             && let Some(stack) = &s.branch_stack
         {
             self.print_brstackinsn(machine, fields, s, evsel, attr.branch_sample_type, stack);
