@@ -48,7 +48,7 @@ use std::sync::Arc;
 use gimli::{AttributeValue, DebugInfo, EndianSlice, RunTimeEndian};
 
 use super::abbrev;
-use super::cache::{Decode, DecodeSummary, Summary, UnitHeader};
+use super::cache::{Decode, DecodeSummary, Key, Summary, UnitHeader};
 use super::sections_cache::{Compressed, Place};
 use crate::engine::board::Board;
 use super::lines::{LineHit, LineTable, NameMemo, Rows, StrSections};
@@ -102,7 +102,7 @@ pub struct Sections {
     pub has_rnglists: bool,
 }
 
-/// The debug sections read, in the order of [`Sections::file_sizes`].
+/// The debug sections read, in the order of [`Sections::cache_key`].
 const SECTION_NAMES: [&str; 9] =
     [".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_addr", ".debug_str_offsets"];
 
@@ -118,10 +118,11 @@ impl Sections {
         Sections::header(elf, ".debug_info").is_some()
     }
 
-    /// The size in the file of each debug section (`u64::MAX`: none), for
-    /// the cache's key.
-    pub fn file_sizes(elf: &Elf) -> Vec<u64> {
-        SECTION_NAMES.iter().map(|n| Sections::header(elf, n).map(|s| s.sh_size).unwrap_or(u64::MAX)).collect()
+    /// The key of `elf`'s cache files (none without a build-id): with the
+    /// size in the file of each debug section (`u64::MAX`: none).
+    pub fn cache_key(elf: &Elf) -> Option<Key> {
+        let sections = SECTION_NAMES.iter().map(|n| Sections::header(elf, n).map(|s| s.sh_size).unwrap_or(u64::MAX)).collect();
+        Some(Key { build_id: elf.build_id()?, file_size: elf.file_bytes().len() as u64, sections })
     }
 
     /// The sections of `elf`, inflated where compressed; `None` without a
@@ -1118,13 +1119,8 @@ impl Dwarf {
         let Decode::Done(d) = d else {
             return self.fail(ui);
         };
-        self.generation += 1;
+        self.lines_decoded(ui, &d.seq_ranges);
         let u = &mut self.units[ui];
-        for &(l, h) in &d.seq_ranges {
-            u.aranges.add(l, h);
-        }
-        self.index.add(ui, u.aranges.iter().copied());
-        u.lines_ready = true;
         let may_hold = d.seq_ranges.iter().chain(d.open.iter()).copied().collect();
         u.lazy = Some(Box::new(Lazy { may_hold, has_vars: d.has_vars }));
         if u.first_child.is_none() {
@@ -1134,9 +1130,29 @@ impl Dwarf {
             self.spoil();
             return self.fail(ui);
         }
-        self.units[ui].func_span = d.func_span;
-        self.index.add(ui, d.func_span.into_iter());
+        self.functions_spanned(ui, d.func_span);
         true
+    }
+
+    /// What decoding unit `ui`'s line program does to the reading state:
+    /// the unit's ranges grow by its line sequences (an added range may
+    /// extend one added before, so the index takes them all again) and
+    /// lookups see a new generation.
+    fn lines_decoded(&mut self, ui: usize, seq_ranges: &[(u64, u64)]) {
+        self.generation += 1;
+        let u = &mut self.units[ui];
+        for &(l, h) in seq_ranges {
+            u.aranges.add(l, h);
+        }
+        self.index.add(ui, u.aranges.iter().copied());
+        u.lines_ready = true;
+    }
+
+    /// Unit `ui`'s scan found functions spanning `span`: the range index
+    /// holds the span too.
+    fn functions_spanned(&mut self, ui: usize, span: Option<(u64, u64)>) {
+        self.units[ui].func_span = span;
+        self.index.add(ui, span.into_iter());
     }
 
     /// What a replayed decode of unit `ui` did through its references:
@@ -1229,13 +1245,8 @@ impl Dwarf {
         let Ready { decoded, func_span, trail, .. } = ready;
         let Decoded { lines, funcs, vars, .. } = *decoded;
         self.fresh.push(ui as u32);
-        self.generation += 1;
+        self.lines_decoded(ui, &lines.seq_ranges);
         let u = &mut self.units[ui];
-        for &(l, h) in &lines.seq_ranges {
-            u.aranges.add(l, h);
-        }
-        self.index.add(ui, u.aranges.iter().copied());
-        u.lines_ready = true;
         let scans = u.first_child.is_some();
         u.decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
         if !scans {
@@ -1245,8 +1256,7 @@ impl Dwarf {
             self.spoil();
             return self.fail(ui);
         }
-        self.units[ui].func_span = func_span;
-        self.index.add(ui, func_span.into_iter());
+        self.functions_spanned(ui, func_span);
         if let Some(d) = self.units[ui].decoded.as_mut() {
             d.funcs = funcs;
             d.vars = vars;
@@ -1293,15 +1303,8 @@ impl Dwarf {
             return self.fail(ui);
         };
         self.fresh.push(ui as u32);
-        let seqs = lines.seq_ranges.clone();
+        self.lines_decoded(ui, &lines.seq_ranges);
         let u = &mut self.units[ui];
-        for (l, h) in seqs {
-            u.aranges.add(l, h);
-        }
-        // Ranges only grow (an added range may extend one added before).
-        self.index.add(ui, u.aranges.iter().copied());
-        self.generation += 1;
-        u.lines_ready = true;
         u.decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
         if u.first_child.is_some() {
             match self.scan(ui) {
@@ -1316,8 +1319,7 @@ impl Dwarf {
                             None => (l, h),
                         });
                     }
-                    self.units[ui].func_span = span;
-                    self.index.add(ui, span.into_iter());
+                    self.functions_spanned(ui, span);
                     if let Some(d) = self.units[ui].decoded.as_mut() {
                         let mut funcs = funcs;
                         funcs.shrink_to_fit();
@@ -1933,10 +1935,10 @@ mod tests {
     /// compressed ones come from the file, the others from the object.
     #[test]
     fn sections_from_a_cache_file_are_the_inflated_bytes() {
-        use crate::symbols::a2l::cache::{Dir, Key};
+        use crate::symbols::a2l::cache::Dir;
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs/tmp/pstitch-fixtures/bin/rustwork");
         let elf = Elf::parse(Arc::new(FileBytes::Owned(std::fs::read(p).expect("fixture")))).expect("elf");
-        let key = Key { build_id: elf.build_id().expect("build-id"), file_size: elf.file_bytes().len() as u64, sections: Sections::file_sizes(&elf) };
+        let key = Sections::cache_key(&elf).expect("build-id");
         let dir = std::env::temp_dir().join(format!("pstitch-sections-cache-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let place = Place::new(&Dir::at(&dir), &key);

@@ -98,7 +98,7 @@ impl Session {
     pub fn open(elf: Elf, dir: Option<&cache::Dir>) -> Session {
         let le = elf.little_endian;
         let store = dir.filter(|_| Sections::present(&elf)).and_then(|dir| {
-            let key = cache::Key { build_id: elf.build_id()?, file_size: elf.file_bytes().len() as u64, sections: Sections::file_sizes(&elf) };
+            let key = Sections::cache_key(&elf)?;
             Some(Store { path: dir.file(&key), dir: dir.clone(), key, written: 0, pending: 0 })
         });
         let summary = store.as_ref().and_then(|s| cache::load(&s.path, &s.key));
@@ -478,7 +478,7 @@ mod tests {
             let addrs: Vec<u64> = (lo..hi).step_by(7).chain([hi + 0x1000]).collect();
             let path = {
                 let elf = open(&bytes);
-                let key = cache::Key { build_id: elf.build_id().expect("build-id"), file_size: bytes.len() as u64, sections: Sections::file_sizes(&elf) };
+                let key = Sections::cache_key(&elf).expect("build-id");
                 cache.file(&key)
             };
             let _ = std::fs::remove_file(&path);
@@ -491,11 +491,7 @@ mod tests {
                         cold.query(a);
                     }
                 }
-                let stored = cache::load(&path, &{
-                    let elf = open(&bytes);
-                    cache::Key { build_id: elf.build_id().unwrap(), file_size: bytes.len() as u64, sections: Sections::file_sizes(&elf) }
-                })
-                .expect("a cache file");
+                let stored = cache::load(&path, &Sections::cache_key(&open(&bytes)).expect("build-id")).expect("a cache file");
                 assert!(stored.decoded() > 0, "{rel}");
                 let mut plain = session(bytes.clone()).unwrap();
                 let mut warm = Session::open(open(&bytes), Some(&cache));
