@@ -709,16 +709,22 @@ impl Script {
         td.print(buf, raw, resolver);
     }
 
+    /// brcntr's abbreviation list, which perf prints before every line
+    /// of standard output once it knows the counted events.
+    fn print_brcntr_list(&mut self, fields: u64) {
+        if fields & f::BRCNTR != 0
+            && let Some(c) = &self.brcntr
+        {
+            self.buf.extend_from_slice(&c.list);
+        }
+    }
+
     /// perf's `perf_sample__fprintf_start`: comm, pid/tid, cpu, misc, time.
     #[allow(clippy::too_many_arguments)]
     fn print_start(&mut self, fields: u64, comm: &[u8], pid: i32, tid: i32, cpu: u32, time: u64, misc: u16, record_type: u32, comm_unpadded: bool) {
-        if fields & f::BRCNTR != 0
-            && let Some(c) = &self.brcntr
-            && !matches!(self.opts.per_event, PerEvent::Samples(_))
-        {
-            // Before every line, once perf knows the counted events; to
-            // standard output, not to an event's dump file.
-            self.buf.extend_from_slice(&c.list);
+        // Standard output's lines only, not an event's dump file's.
+        if !matches!(self.opts.per_event, PerEvent::Samples(_)) {
+            self.print_brcntr_list(fields);
         }
         let out = &mut self.buf;
         self.heads.head(out, fields, comm, pid, tid, cpu, comm_unpadded);
@@ -966,10 +972,10 @@ impl Tool for Script {
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()> {
         self.endian = cx.endian;
         self.is_x86(cx.features);
-        // perf prints srccode lines to standard output, not to the event's
-        // dump file: with --per-event-dump they come in the pass of the
-        // other records.
-        let srccode_only = match self.opts.per_event {
+        // perf prints srccode lines and brcntr's list to standard output,
+        // not to the event's dump file: with --per-event-dump they come in
+        // the pass of the other records.
+        let stdout_only = match self.opts.per_event {
             PerEvent::All => false,
             PerEvent::Samples(i) if i == ev.evsel => false,
             PerEvent::Others { .. } if !self.opts.debug_mode => true,
@@ -991,15 +997,11 @@ impl Tool for Script {
         if self.evswitch.discard(ev.evsel) {
             return Ok(());
         }
-        if srccode_only {
+        if stdout_only {
             // What perf prints of a sample to standard output with
             // --per-event-dump: brcntr's list, srccode lines.
             let fields = self.opts.fields.types[output_type(&cx.evlist.evsels[ev.evsel].attr)].fields;
-            if fields & f::BRCNTR != 0
-                && let Some(c) = &self.brcntr
-            {
-                self.buf.extend_from_slice(&c.list);
-            }
+            self.print_brcntr_list(fields);
             if fields & f::SRCCODE != 0 {
                 let s = ev.sample;
                 self.print_srccode(cx.machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
