@@ -174,9 +174,19 @@ fn front_slot(k: &LineKey) -> usize {
     (h >> (64 - FRONT.trailing_zeros())) as usize
 }
 
-/// [`KeptIndex::add`] says so each time this power of two of kept text
-/// bytes is crossed (the formatter lets object files' pages go then).
-const RELEASE_SHIFT: u32 = 21;
+/// How often [`KeptIndex::add`] says so (the formatter lets object files'
+/// pages go then): each time the kept text crosses a multiple of this
+/// step, 16 times for each doubling of the text, every 8 KiB at first,
+/// every 2 MiB at most. New text means new lookups, which touch pages of
+/// symbol tables and DWARF; on kernels that map a whole large page-cache
+/// folio per fault (6.18 does), a few dozen lookups in a mapped file keep
+/// megabytes of it resident. Often at first, so that a small run's peak
+/// stays small (`bench/small.py`: 3-5 MB less on its recordings); less
+/// often later, so that a long run does not fault the same pages in again
+/// and again.
+fn release_step(kept: u64) -> u64 {
+    (kept.next_power_of_two() >> 4).clamp(8 << 10, 2 << 20)
+}
 
 impl Default for KeptIndex {
     fn default() -> KeptIndex {
@@ -217,7 +227,7 @@ impl KeptIndex {
     /// Appends the new `text` (lines after [`LINE`] marks), [`encode`]d
     /// with its length first, to `out`; keeps it under `key` if `keep` and
     /// the store has room. Its place, and whether the store crossed
-    /// another 2 MiB.
+    /// another [`release_step`].
     pub fn add(&mut self, out: &mut Vec<u8>, text: &[u8], key: LineKey, keep: bool) -> (FrameText, bool) {
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
@@ -236,7 +246,8 @@ impl KeptIndex {
         if !(keep && off + len < u64::from(NEW)) {
             return (FrameText::new(false), false);
         }
-        let crossed = (off ^ (off + len)) >> RELEASE_SHIFT != 0;
+        let step = release_step(off + len);
+        let crossed = off / step != (off + len) / step;
         self.kept_bytes += len;
         self.cache.insert(key, off as Text);
         self.front[front_slot(&key)] = (key, off as Text);

@@ -412,7 +412,8 @@ impl FrameFormatter {
         let stable = self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
         let (place, crossed) = self.kept.add(out, &text, key, cacheable && stable);
         self.text = text;
-        // Every 2 MiB of new text (some 10,000 new frames).
+        // Often while the kept text is small, then less often (see
+        // `engine::kept`).
         if crossed {
             self.symbolizer.release_pages();
         }

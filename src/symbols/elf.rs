@@ -64,6 +64,11 @@ impl SectionBytes {
         }
     }
 
+    /// Both lie in the same mapped file.
+    pub fn same_file(&self, other: &SectionBytes) -> bool {
+        matches!((self, other), (SectionBytes::Mapped(a, ..), SectionBytes::Mapped(b, ..)) if Arc::ptr_eq(a, b))
+    }
+
     pub fn empty() -> SectionBytes {
         SectionBytes::Owned(Arc::new(Vec::new()))
     }

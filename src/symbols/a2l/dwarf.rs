@@ -107,6 +107,18 @@ const SECTION_NAMES: [&str; 9] =
     [".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_ranges", ".debug_rnglists", ".debug_addr", ".debug_str_offsets"];
 
 impl Sections {
+    /// Lets the kernel drop the pages of the files the sections lie in
+    /// (the object, or the cache's file of inflated sections: see
+    /// [`crate::symbols::Symbolizer::release_pages`]), each file once.
+    pub fn release_pages(&self) {
+        let all = [&self.info, &self.abbrev, &self.line, &self.str, &self.line_str, &self.ranges, &self.rnglists, &self.addr, &self.str_offsets];
+        for (i, s) in all.iter().enumerate() {
+            if !all[..i].iter().any(|earlier| earlier.same_file(s)) {
+                s.release_pages();
+            }
+        }
+    }
+
     /// A section addr2line reads: its header, unless it has no bytes.
     fn header<'e>(elf: &'e Elf, name: &str) -> Option<&'e crate::symbols::elf::Section> {
         let (_, s) = elf.section_by_name(name)?;

@@ -292,10 +292,14 @@ impl Session {
         Some(out)
     }
 
-    /// Lets the kernel drop the pages of the mapped file (see
+    /// Lets the kernel drop the pages of the mapped files: the object and
+    /// the files its debug sections lie in (see
     /// [`crate::symbols::Symbolizer::release_pages`]).
     pub fn release_pages(&self) {
         self.bfd.elf.release_pages();
+        if let Some(d) = &self.dwarf {
+            d.s.release_pages();
+        }
     }
 
     /// Bumped whenever the answers may change (more DWARF was read).
