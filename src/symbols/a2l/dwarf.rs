@@ -1228,8 +1228,22 @@ impl Dwarf {
                 d.funcs = funcs;
                 d.vars = vars;
             }
+            self.scanned();
         }
         true
+    }
+
+    /// A unit's scan touched pages of the mapped sections (its DIEs, their
+    /// names, its abbreviations, the units it refers to) and what it found
+    /// is in the tables now: the pages can go at once. On kernels that map
+    /// a whole large page-cache folio per fault, the few units a small run
+    /// decodes kept up to 8 MB of a file resident until the formatter's
+    /// next release (`bench/small.py`'s py: peak 38.6 -> 34.2 MB, no change
+    /// in CPU time beyond the noise). Lookups after the scan read the
+    /// tables, names, and the line rows, which come back from the page
+    /// cache when touched.
+    fn scanned(&self) {
+        self.s.release_pages();
     }
 
     fn fail(&mut self, ui: usize) -> bool {
@@ -1338,6 +1352,7 @@ impl Dwarf {
                         d.funcs = funcs;
                         d.vars = vars;
                     }
+                    self.scanned();
                 }
                 None => return self.fail(ui),
             }
