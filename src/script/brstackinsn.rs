@@ -51,7 +51,8 @@
 //!   in (see [`super::callchain`]), and this keeps perf's order between the
 //!   sample's ip, the dump and the sample's srccode line. With
 //!   `--per-event-dump` perf prints srccode lines to standard output, so
-//!   the dump in an event's file has none.
+//!   the dump in an event's file has none; the pass over standard output
+//!   walks the dump again for them, its text dropped.
 
 use super::callchain::{FrameJob, LineStyle, SrclinePrefix};
 use super::fields::{Field, IpOpts, f};
@@ -93,6 +94,8 @@ struct Walk {
     srcline: bool,
     /// `srccode`: after jumps and instructions.
     srccode: bool,
+    /// Only the srccode lines: the output's length to cut the text back to.
+    quiet: Option<usize>,
     buf: Vec<u8>,
 }
 
@@ -102,6 +105,24 @@ impl Script {
     /// `evsel`'s group on each jump); `branch_type` is the event's
     /// `branch_sample_type`.
     pub(super) fn print_brstackinsn(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, evsel: usize, branch_type: u64, stack: &BranchStack<'_>) {
+        // With --per-event-dump perf prints srccode lines to standard
+        // output, not into the event's file.
+        let srccode = fields & f::SRCCODE != 0 && self.opts.per_event == PerEvent::All;
+        self.walk_brstackinsn(machine, fields, s, evsel, branch_type, stack, srccode, None);
+    }
+
+    /// What the dump prints to standard output with --per-event-dump: its
+    /// srccode lines, after the same walk (the text of the dump left out).
+    pub(super) fn print_brstackinsn_srccode(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, evsel: usize, branch_type: u64, stack: &BranchStack<'_>) {
+        let mark = self.buf.len();
+        self.walk_brstackinsn(machine, fields & !f::SRCLINE, s, evsel, branch_type, stack, true, Some(mark));
+        self.buf.truncate(mark);
+    }
+
+    /// The dump; `quiet`: its text is dropped at each srccode line (the
+    /// buffer cut back to that length).
+    #[allow(clippy::too_many_arguments)]
+    fn walk_brstackinsn(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, evsel: usize, branch_type: u64, stack: &BranchStack<'_>, srccode: bool, quiet: Option<usize>) {
         let mut entries: Vec<BranchEntry> = stack.iter().collect();
         if entries.is_empty() {
             return;
@@ -120,9 +141,8 @@ impl Script {
             insnlen: fields & f::BRSTACKINSNLEN != 0,
             brcntr,
             srcline: fields & f::SRCLINE != 0,
-            // With --per-event-dump perf prints srccode lines to standard
-            // output, not into the event's file.
-            srccode: fields & f::SRCCODE != 0 && self.opts.per_event == PerEvent::All,
+            srccode,
+            quiet,
             buf: Vec::new(),
         };
         // A sample without counters shows none occurred (perf's 0).
@@ -291,6 +311,9 @@ impl Script {
     /// line if the thread did not print that line last.
     fn insn_srccode(&mut self, machine: &mut Machine, w: &Walk, ip: u64) {
         if w.srccode {
+            if let Some(mark) = w.quiet {
+                self.buf.truncate(mark);
+            }
             self.print_srccode(machine, w.tid, w.cpumode, ip);
         }
     }
