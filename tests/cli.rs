@@ -299,18 +299,19 @@ fn per_event_dump_writes_a_file_per_event() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `pstitch script --per-event-dump -F fields` on a copy of the golden
-/// `case`'s perf.data in a directory of its own (named by `tag`), with the
-/// case's symfs and kallsyms: the directory (for the dump files) and the
-/// output, whose exit status must be 0.
-fn per_event_dump_of(case: &std::path::Path, tag: &str, fields: &str) -> (std::path::PathBuf, std::process::Output) {
+/// `pstitch script --per-event-dump ARGS` on a copy of the golden `case`'s
+/// perf.data in a directory of its own (named by `tag`), with the case's
+/// symfs and kallsyms: the directory (for the dump files) and the output,
+/// whose exit status must be 0.
+fn per_event_dump_of(case: &std::path::Path, tag: &str, args: &[&str]) -> (std::path::PathBuf, std::process::Output) {
     let dir = std::env::temp_dir().join(format!("pstitch-per-event-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(case.join("perf.data"), dir.join("perf.data")).unwrap();
     let out = pstitch()
         .current_dir(&dir)
         .env("PERF_BUILDID_DIR", "/nonexistent")
-        .args(["script", "-i", "perf.data", "--per-event-dump", "-F", fields])
+        .args(["script", "-i", "perf.data", "--per-event-dump"])
+        .args(args)
         .arg(format!("--symfs={}", case.join("symfs").display()))
         .arg(format!("--kallsyms={}", case.join("kallsyms").display()))
         .output()
@@ -328,7 +329,7 @@ fn per_event_dump_of(case: &std::path::Path, tag: &str, fields: &str) -> (std::p
 #[test]
 fn per_event_dump_prints_the_branch_counter_list_to_stdout() {
     let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/brcntr");
-    let (dir, out) = per_event_dump_of(&case, "brcntr", "+brcntr");
+    let (dir, out) = per_event_dump_of(&case, "brcntr", &["-F", "+brcntr"]);
     let golden = std::fs::read(case.join("brcntr-plus.out")).unwrap();
     let (mut lists, mut files) = (Vec::new(), std::collections::BTreeMap::<&str, Vec<u8>>::new());
     let mut event = "";
@@ -362,10 +363,26 @@ fn per_event_dump_prints_the_branch_counter_list_to_stdout() {
 /// without them, standard output holds them, then the line about the file.
 #[test]
 fn per_event_dump_prints_srccode_lines_to_stdout() {
-    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/c-threads");
+    srccode_lines_on_stdout("c-threads", "srccode", &["-F", "comm,tid,ip,sym,srccode"], 444);
+}
+
+/// The same for the srccode lines of brstackinsn's dump (checked by hand
+/// with perf-ref on a copy of brstack-callchain/perf.data): they go to
+/// standard output too, in their order among the sample's own.
+#[test]
+fn per_event_dump_prints_brstackinsn_srccode_lines_to_stdout() {
+    srccode_lines_on_stdout("brstack-callchain", "brstackinsn-srccode", &["-F", "ip,brstackinsn,srccode", "--time", ",748.253150"], 416);
+}
+
+/// `--per-event-dump ARGS` on golden case `case`, whose `variant` is the
+/// same without --per-event-dump: the dump file (one event) must hold that
+/// output without the srccode lines, standard output those lines, then the
+/// line about the file (`samples` in it).
+fn srccode_lines_on_stdout(case: &str, variant: &str, args: &[&str], samples: usize) {
+    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(case);
     golden_common::install_sources(&case).unwrap();
-    let (dir, out) = per_event_dump_of(&case, "srccode", "comm,tid,ip,sym,srccode");
-    let golden = std::fs::read(case.join("srccode.out")).unwrap();
+    let (dir, out) = per_event_dump_of(&case, variant, args);
+    let golden = std::fs::read(case.join(format!("{variant}.out"))).unwrap();
     let (code, rest): (Vec<&[u8]>, Vec<&[u8]>) = golden.split_inclusive(|&b| b == b'\n').partition(|l| l.starts_with(b"|"));
     assert!(code.len() > 10, "the golden output has srccode lines");
     assert!(std::fs::read(dir.join("perf.data.cpu-clock.dump")).unwrap() == rest.concat(), "the dump file differs from perf's");
@@ -373,7 +390,7 @@ fn per_event_dump_prints_srccode_lines_to_stdout() {
     let (trailer, lines) = stdout.split_last().unwrap();
     assert!(lines.concat() == code.concat(), "standard output is not perf's srccode lines");
     let trailer = String::from_utf8_lossy(trailer);
-    assert!(trailer.starts_with("[ perf script: Wrote ") && trailer.ends_with(" MB perf.data.cpu-clock.dump (444 samples) ]\n"), "{trailer}");
+    assert!(trailer.starts_with("[ perf script: Wrote ") && trailer.ends_with(&format!(" MB perf.data.cpu-clock.dump ({samples} samples) ]\n")), "{trailer}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

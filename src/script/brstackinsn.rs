@@ -41,11 +41,25 @@
 //!   take counts as one) when the recording samples all branches. When its
 //!   code cannot be read, the instruction at the ip alone is printed.
 //! - `--max-blocks N` keeps the N + 1 most recent entries.
+//! - `srcline` adds `\tfile:line` to symbol lines and ` srcline: file:line`
+//!   and a tab after a jump's instruction (and ilen); `srccode` prints the
+//!   source line after every jump and instruction line (not after `<bad>`
+//!   or `... not reaching sample ...`), with the thread's memory of the
+//!   last line it printed that the sample's own srccode line uses too.
+//!   Both are looked up on the printing side, as jobs in the output where
+//!   their text goes: addr2line's answers depend on the order it is asked
+//!   in (see [`super::callchain`]), and this keeps perf's order between the
+//!   sample's ip, the dump and the sample's srccode line. With
+//!   `--per-event-dump` perf prints srccode lines to standard output, so
+//!   the dump in an event's file has none; the pass over standard output
+//!   walks the dump again for them, its text dropped.
 
-use super::Script;
-use super::fields::{Field, f};
+use super::callchain::{FrameJob, LineStyle, SrclinePrefix};
+use super::fields::{Field, IpOpts, f};
+use super::{PerEvent, Script};
 use super::format;
 use super::insn;
+use crate::machine::maps::Map;
 use crate::machine::{CpuMode, Machine};
 use perf_data::sample::{BranchEntry, BranchStack, Sample};
 
@@ -76,6 +90,12 @@ struct Walk {
     insnlen: bool,
     /// `brcntr`: the sample's event (its group's counters are printed).
     brcntr: Option<usize>,
+    /// `srcline`: on symbol lines and jumps.
+    srcline: bool,
+    /// `srccode`: after jumps and instructions.
+    srccode: bool,
+    /// Only the srccode lines: the output's length to cut the text back to.
+    quiet: Option<usize>,
     buf: Vec<u8>,
 }
 
@@ -85,6 +105,24 @@ impl Script {
     /// `evsel`'s group on each jump); `branch_type` is the event's
     /// `branch_sample_type`.
     pub(super) fn print_brstackinsn(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, evsel: usize, branch_type: u64, stack: &BranchStack<'_>) {
+        // With --per-event-dump perf prints srccode lines to standard
+        // output, not into the event's file.
+        let srccode = fields & f::SRCCODE != 0 && self.opts.per_event == PerEvent::All;
+        self.walk_brstackinsn(machine, fields, s, evsel, branch_type, stack, srccode, None);
+    }
+
+    /// What the dump prints to standard output with --per-event-dump: its
+    /// srccode lines, after the same walk (the text of the dump left out).
+    pub(super) fn print_brstackinsn_srccode(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, evsel: usize, branch_type: u64, stack: &BranchStack<'_>) {
+        let mark = self.buf.len();
+        self.walk_brstackinsn(machine, fields & !f::SRCLINE, s, evsel, branch_type, stack, true, Some(mark));
+        self.buf.truncate(mark);
+    }
+
+    /// The dump; `quiet`: its text is dropped at each srccode line (the
+    /// buffer cut back to that length).
+    #[allow(clippy::too_many_arguments)]
+    fn walk_brstackinsn(&mut self, machine: &mut Machine, fields: Field, s: &Sample<'_>, evsel: usize, branch_type: u64, stack: &BranchStack<'_>, srccode: bool, quiet: Option<usize>) {
         let mut entries: Vec<BranchEntry> = stack.iter().collect();
         if entries.is_empty() {
             return;
@@ -94,7 +132,19 @@ impl Script {
         }
         let nr = entries.len();
         let brcntr = (fields & f::BRCNTR != 0).then_some(evsel);
-        let mut w = Walk { tid: s.tid, cpumode: CpuMode::User, bitness: 64, lastsym: None, total_cycles: 0, insnlen: fields & f::BRSTACKINSNLEN != 0, brcntr, buf: Vec::new() };
+        let mut w = Walk {
+            tid: s.tid,
+            cpumode: CpuMode::User,
+            bitness: 64,
+            lastsym: None,
+            total_cycles: 0,
+            insnlen: fields & f::BRSTACKINSNLEN != 0,
+            brcntr,
+            srcline: fields & f::SRCLINE != 0,
+            srccode,
+            quiet,
+            buf: Vec::new(),
+        };
         // A sample without counters shows none occurred (perf's 0).
         let counter = |i: usize| stack.counters.and_then(|c| c.get(i)).unwrap_or(0);
         self.buf.push(b'\n');
@@ -103,7 +153,8 @@ impl Script {
         let first = entries[nr - 1];
         if let Grab::Read(len @ 1..) = self.grab(machine, &mut w, first.from, first.from) {
             self.insn_sym(machine, &mut w, first.from);
-            self.insn_jump(&mut w, first.from, &first, counter(nr - 1), 0, len, 0);
+            self.insn_jump(machine, &mut w, first.from, &first, counter(nr - 1), 0, len, 0);
+            self.insn_srccode(machine, &w, first.from);
         }
 
         let mut i = nr as isize - 2;
@@ -132,13 +183,15 @@ impl Script {
                 self.insn_sym(machine, &mut w, ip);
                 if ip == end {
                     insns += 1;
-                    self.insn_jump(&mut w, ip, &entry, counter(i as usize), off, len, insns);
+                    self.insn_jump(machine, &mut w, ip, &entry, counter(i as usize), off, len, insns);
+                    self.insn_srccode(machine, &w, ip);
                     break;
                 }
                 let ilen = self.insn_line(&mut w, ip, off, len);
                 if ilen == 0 {
                     break;
                 }
+                self.insn_srccode(machine, &w, ip);
                 insns += 1;
                 off += ilen;
             }
@@ -167,6 +220,7 @@ impl Script {
             _ => {
                 if let Grab::Read(len @ 1..) = self.grab(machine, &mut w, s.ip, s.ip) {
                     self.insn_line(&mut w, s.ip, 0, len);
+                    self.insn_srccode(machine, &w, s.ip);
                 }
                 return;
             }
@@ -183,6 +237,7 @@ impl Script {
                 self.buf.extend_from_slice(b"\t... not reaching sample ...\n");
                 break;
             }
+            self.insn_srccode(machine, &w, at);
             off += ilen as u64;
         }
     }
@@ -237,8 +292,30 @@ impl Script {
         if off != 0 {
             format::text(&mut self.buf, format_args!("{off:+}"));
         }
-        self.buf.extend_from_slice(b":\n");
+        self.buf.push(b':');
+        if w.srcline {
+            self.insn_srcline(machine, &map, addr, SrclinePrefix::Symbol);
+        }
+        self.buf.push(b'\n');
         w.lastsym = Some((sym.start, sym.end));
+    }
+
+    /// perf's `map__fprintf_srcline` in the dump: the line of `addr` in
+    /// `map`, looked up on the printing side in the order perf asks
+    /// addr2line (see [`super::callchain`]).
+    fn insn_srcline(&mut self, machine: &Machine, map: &Map, addr: u64, prefix: SrclinePrefix) {
+        self.frame(machine, FrameJob { ip: addr, map: Some(*map), opts: IpOpts::default(), style: LineStyle::InsnSrcline(prefix), cookie: false });
+    }
+
+    /// perf's `print_srccode` after an instruction of the dump: its source
+    /// line if the thread did not print that line last.
+    fn insn_srccode(&mut self, machine: &mut Machine, w: &Walk, ip: u64) {
+        if w.srccode {
+            if let Some(mark) = w.quiet {
+                self.buf.truncate(mark);
+            }
+            self.print_srccode(machine, w.tid, w.cpumode, ip);
+        }
     }
 
     /// An instruction of a block: `\taddress\tinsn: ..` (and `\tilen: N`);
@@ -265,7 +342,7 @@ impl Script {
     /// in `counters`, the branch's flags, cycles and the IPC of the block
     /// (`insns` instructions).
     #[allow(clippy::too_many_arguments)]
-    fn insn_jump(&mut self, w: &mut Walk, ip: u64, entry: &BranchEntry, counters: u64, off: usize, len: usize, insns: u32) {
+    fn insn_jump(&mut self, machine: &mut Machine, w: &mut Walk, ip: u64, entry: &BranchEntry, counters: u64, off: usize, len: usize, insns: u32) {
         let (ilen, at) = self.insn_text(w, ip, off, len);
         if self.buf.len() - at < 30 {
             self.buf.resize(at + 30, b' ');
@@ -273,6 +350,12 @@ impl Script {
         self.buf.push(b'\t');
         if w.insnlen {
             format::text(&mut self.buf, format_args!("ilen: {ilen}\t"));
+        }
+        if w.srcline {
+            if let Ok(map) = self.symbolizer.find_map(machine, w.tid, w.cpumode, ip) {
+                self.insn_srcline(machine, &map, ip, SrclinePrefix::Jump);
+            }
+            self.buf.push(b'\t');
         }
         let fl = entry.flags;
         match (w.brcntr, &self.brcntr) {

@@ -69,6 +69,27 @@ pub enum LineStyle {
     /// The sample's `srccode` line (see [`super::srccode`]): the thread is
     /// the one the [`Other::Srccode`] job before it named.
     Srccode,
+    /// A `srcline` inside brstackinsn's dump (perf's `map__fprintf_srcline`
+    /// with a prefix): nothing, or the prefix and the line.
+    InsnSrcline(SrclinePrefix),
+}
+
+/// Where brstackinsn prints a `srcline` (see [`super::brstackinsn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SrclinePrefix {
+    /// After a symbol line's `name+off:`: a tab.
+    Symbol,
+    /// After a jump's instruction: ` srcline: `.
+    Jump,
+}
+
+impl SrclinePrefix {
+    fn text(self) -> &'static [u8] {
+        match self {
+            SrclinePrefix::Symbol => b"\t",
+            SrclinePrefix::Jump => b" srcline: ",
+        }
+    }
 }
 
 impl Script {
@@ -329,6 +350,10 @@ const CODE_SRCLINE: u8 = 1 << 5;
 /// prints it as a sample line's text with the address not shown; it is
 /// never kept (the cookie flag).
 const CODE_SRCCODE: u8 = CODE_SAMPLE_IP | CODE_COOKIE;
+/// brstackinsn's srclines: a srccode line's code with the srcline bit (and
+/// the sym bit for a jump's), never kept either; no address shown.
+const CODE_SYMBOL_SRCLINE: u8 = CODE_SRCCODE | CODE_SRCLINE;
+const CODE_JUMP_SRCLINE: u8 = CODE_SYMBOL_SRCLINE | 1 << 1;
 const _: () = assert!(IpOpts { ip: true, sym: false, dso: false, symoff: false, dsoff: false, srcline: false }.bits() == CODE_SHOWS_IP);
 
 impl FrameJob {
@@ -339,8 +364,14 @@ impl FrameJob {
     }
 
     pub fn from_code(code: u8, ip: u64, map: Option<Map>) -> FrameJob {
-        if code == CODE_SRCCODE {
-            return FrameJob { ip, map, opts: IpOpts::default(), style: LineStyle::Srccode, cookie: false };
+        let special = match code {
+            CODE_SRCCODE => Some(LineStyle::Srccode),
+            CODE_SYMBOL_SRCLINE => Some(LineStyle::InsnSrcline(SrclinePrefix::Symbol)),
+            CODE_JUMP_SRCLINE => Some(LineStyle::InsnSrcline(SrclinePrefix::Jump)),
+            _ => None,
+        };
+        if let Some(style) = special {
+            return FrameJob { ip, map, opts: IpOpts::default(), style, cookie: false };
         }
         let style = if code & CODE_SAMPLE_IP != 0 { LineStyle::SampleIp } else { LineStyle::Callchain };
         FrameJob { ip, map, opts: IpOpts::from_bits(code & !(CODE_SAMPLE_IP | CODE_COOKIE)), style, cookie: code & CODE_COOKIE != 0 }
@@ -350,8 +381,11 @@ impl FrameJob {
 /// [`FrameJob::code`] from its parts.
 #[inline]
 fn line_code(opts: IpOpts, style: LineStyle, cookie: bool) -> u8 {
-    if style == LineStyle::Srccode {
-        return CODE_SRCCODE;
+    match style {
+        LineStyle::Srccode => return CODE_SRCCODE,
+        LineStyle::InsnSrcline(SrclinePrefix::Symbol) => return CODE_SYMBOL_SRCLINE,
+        LineStyle::InsnSrcline(SrclinePrefix::Jump) => return CODE_JUMP_SRCLINE,
+        _ => {}
     }
     opts.bits() | if style == LineStyle::SampleIp { CODE_SAMPLE_IP } else { 0 } | if cookie { CODE_COOKIE } else { 0 }
 }
@@ -423,9 +457,22 @@ impl FrameFormatter {
     /// Formats the lines of `ip` into `out`, each starting with [`LINE`];
     /// false if the text may differ next time (see the module doc).
     fn format(&mut self, out: &mut Vec<u8>, map: Option<&Map>, ip: u64, opts: IpOpts, style: LineStyle, cookie: bool) -> bool {
-        if style == LineStyle::Srccode {
-            self.srccode(out, map, ip);
-            return false;
+        match style {
+            LineStyle::Srccode => {
+                self.srccode(out, map, ip);
+                return false;
+            }
+            LineStyle::InsnSrcline(prefix) => {
+                if let Some(m) = map
+                    && let Some(line) = self.symbolizer.srcline(&self.dsos, m, ip, None)
+                {
+                    out.push(LINE);
+                    out.extend_from_slice(prefix.text());
+                    out.extend_from_slice(&line);
+                }
+                return false;
+            }
+            _ => {}
         }
         let sym = map.and_then(|m| self.symbolizer.find_symbol(&self.dsos, m, ip));
         let mut stable = !self.symbolizer.last_lookup_transient();

@@ -426,9 +426,6 @@ impl OutputFields {
                     "Display of branch stack assembler requested, but non all-branch filter set\nHint: run 'perf record -b ...'".into(),
                 ));
             }
-            if has(f::SRCLINE, self) || has(f::SRCCODE, self) {
-                return Err(unsupported(insn & insn.wrapping_neg(), " together with 'srcline' or 'srccode'"));
-            }
         }
         if has(f::BRCNTR, self) && self.combined_branch_type & BRANCH_COUNTERS == 0 {
             return Err(FieldError(
@@ -587,9 +584,10 @@ mod tests {
         o.check_attr(&branches, "cpu-clock", false).unwrap();
         assert_ne!(o.types[TYPE_SW].fields & f::BRSTACKINSNLEN, 0);
         let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
-        o.parse("ip,srcline,brstackinsn").unwrap();
-        let e = o.check_attr(&branches, "cpu-clock", false).unwrap_err().0;
-        assert_eq!(e, "pstitch does not support the 'brstackinsn' field together with 'srcline' or 'srccode'");
+        o.parse("ip,srcline,srccode,brstackinsn,brstackinsnlen,brstackdisasm").unwrap();
+        o.check_attr(&branches, "cpu-clock", false).unwrap();
+        let want = f::SRCLINE | f::SRCCODE | INSN_BLOCKS;
+        assert_eq!(o.types[TYPE_SW].fields & want, want);
         let mut o = OutputFields { combined_branch_type: BRANCH_ANY, ..OutputFields::default() };
         o.parse("ip,brstackdisasm").unwrap();
         o.check_attr(&branches, "cpu-clock", false).unwrap();

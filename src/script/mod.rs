@@ -1000,10 +1000,16 @@ impl Tool for Script {
         if stdout_only {
             // What perf prints of a sample to standard output with
             // --per-event-dump: brcntr's list, srccode lines.
-            let fields = self.opts.fields.types[output_type(&cx.evlist.evsels[ev.evsel].attr)].fields;
+            let attr = &cx.evlist.evsels[ev.evsel].attr;
+            let fields = self.opts.fields.types[output_type(attr)].fields;
             self.print_brcntr_list(fields);
             if fields & f::SRCCODE != 0 {
                 let s = ev.sample;
+                if fields & fields::INSN_BLOCKS != 0
+                    && let Some(stack) = &s.branch_stack
+                {
+                    self.print_brstackinsn_srccode(cx.machine, fields, s, ev.evsel, attr.branch_sample_type, stack);
+                }
                 self.print_srccode(cx.machine, s.tid, CpuMode::from_misc(ev.record.header.misc), s.ip);
             }
             return self.maybe_flush();
