@@ -36,7 +36,7 @@ use super::Script;
 use super::callchain::{LineStyle, Other, line_code};
 use crate::machine::maps::Map;
 use crate::machine::{CpuMode, Machine};
-use crate::session::lbr::Stitch;
+use crate::session::lbr::{MAX_STITCHED, Stitch};
 
 /// What a saved node prints: `ip` in `map` (as the saving sample found
 /// it), all of its lines, or only inline line `line` of several.
@@ -53,13 +53,15 @@ pub(super) struct LbrStitching {
     max_lbr: u32,
     /// By tid: the thread's serial and its state.
     threads: crate::fasthash::FastMap<i32, (u64, Stitch<Node>)>,
+    /// The cut at [`MAX_STITCHED`] was said.
+    said_cut: bool,
 }
 
 impl LbrStitching {
     /// Stitching with an LBR of `max_branches` entries (none if 0: perf
     /// needs the depth).
     pub(super) fn new(max_branches: u32) -> Option<LbrStitching> {
-        (max_branches > 0).then(|| LbrStitching { max_lbr: max_branches, threads: Default::default() })
+        (max_branches > 0).then(|| LbrStitching { max_lbr: max_branches, threads: Default::default(), said_cut: false })
     }
 }
 
@@ -106,6 +108,10 @@ impl Script {
             Some(hw_idx) => state.arrive(stack, hw_idx),
             None => false,
         };
+        if std::mem::take(&mut state.cut) && !stitching.said_cut {
+            stitching.said_cut = true;
+            self.warnings.push(format!("--stitch-lbr: the stitched frames of thread {tid} cut at {MAX_STITCHED} (perf carries them all)"));
+        }
         // An unknown context marker in the kernel part: perf drops the
         // nodes and falls back to the recorded callchain before the call
         // stack's entries are added (nothing saved).

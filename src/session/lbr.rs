@@ -59,7 +59,10 @@
 //! perf keeps the saved nodes in an array of `max_branches + 1` allocated
 //! up front and writes past it for a sample with more entries; here the
 //! array grows with the entries seen, never past `max_branches + 1` (a
-//! claim from the file), and entries beyond it are not saved.
+//! claim from the file), and entries beyond it are not saved. The list
+//! grows by up to an LBR's depth with every sample that stitches, without
+//! end in perf; a real stack is never that deep, so here it keeps the
+//! nearest [`MAX_STITCHED`] frames (and says it cut, once).
 
 use std::collections::VecDeque;
 
@@ -83,6 +86,9 @@ pub fn user_frames<'a>(chain: U64Array<'a>, ip: u64, stack: &BranchStack<'_>, ma
     Some(chain.prefix(marker))
 }
 
+/// Most stitched frames a thread carries.
+pub const MAX_STITCHED: usize = 1 << 16;
+
 /// One LBR entry as `has_stitched_lbr` compares them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
@@ -103,12 +109,14 @@ pub struct Stitch<N> {
     /// The stitched frames, in the order they are printed.
     list: VecDeque<N>,
     max_lbr: u32,
+    /// The list was cut at [`MAX_STITCHED`].
+    pub cut: bool,
 }
 
 impl<N: Clone> Stitch<N> {
     /// perf's `alloc_lbr_stitch` (its array is allocated as it fills).
     pub fn new(max_lbr: u32) -> Stitch<N> {
-        Stitch { prev: None, saved: Vec::new(), list: VecDeque::new(), max_lbr }
+        Stitch { prev: None, saved: Vec::new(), list: VecDeque::new(), max_lbr, cut: false }
     }
 
     /// A sample's call stack arrives: perf's `has_stitched_lbr` against
@@ -149,6 +157,10 @@ impl<N: Clone> Stitch<N> {
             if let Some(Some(node)) = self.saved.get(i) {
                 self.list.push_front(node.clone());
             }
+        }
+        if self.list.len() > MAX_STITCHED {
+            self.list.truncate(MAX_STITCHED);
+            self.cut = true;
         }
         true
     }
@@ -199,6 +211,130 @@ mod tests {
         let sample = Sample::parse(&raw, &attr, Endian::Little).unwrap();
         let mut user = Vec::new();
         user_frames(chain, 0x99, &sample.branch_stack.unwrap(), max, &mut user).map(|k| (k.iter().collect(), user))
+    }
+
+    fn branch(entries: &[(u64, u64)], hw_idx: u64) -> Vec<u8> {
+        let mut w = vec![entries.len() as u64, hw_idx];
+        for &(from, to) in entries {
+            w.extend([from, to, 0]);
+        }
+        words(&w)
+    }
+
+    /// Stitch `stacks` (entries most recent first, hw_idx) in turn, each
+    /// entry saving its own `from` as its node; what each sample got.
+    fn stitch(max: u32, stacks: &[(&[(u64, u64)], u64)]) -> Vec<Option<Vec<u64>>> {
+        use perf_data::attr::{Attr, branch_sample_type, sample_type};
+        let attr = Attr { sample_type: sample_type::BRANCH_STACK, branch_sample_type: branch_sample_type::HW_INDEX | branch_sample_type::CALL_STACK, ..Attr::default() };
+        let mut st = Stitch::new(max);
+        let mut got = Vec::new();
+        for (entries, hw_idx) in stacks {
+            let raw = branch(entries, *hw_idx);
+            let sample = Sample::parse(&raw, &attr, Endian::Little).unwrap();
+            let stack = sample.branch_stack.unwrap();
+            let stitched = st.arrive(&stack, stack.hw_idx.unwrap());
+            for (i, e) in stack.iter().enumerate() {
+                st.save(i, Some(e.from));
+            }
+            got.push(stitched.then(|| st.stitched().copied().collect()));
+        }
+        got
+    }
+
+    /// An 8-register ring: call `c` is in register `c % 8`; a stack is
+    /// its calls from `newest` down to `oldest` (from `c`, to `c + 100`).
+    fn calls(newest: u64, oldest: u64) -> (Vec<(u64, u64)>, u64) {
+        ((oldest..=newest).rev().map(|c| (c, c + 100)).collect(), newest % 8)
+    }
+
+    /// The module doc's picture: c3..c10, then c10 returned and c10',
+    /// c11, c12 called: c4 and c3 come back, nearest first.
+    #[test]
+    fn the_base_shared_with_the_previous_sample_brings_its_older_frames() {
+        let (prev, prev_hw) = calls(10, 3);
+        let mut cur: Vec<(u64, u64)> = vec![(12, 112), (11, 111), (1010, 1110)];
+        cur.extend(calls(9, 5).0);
+        let got = stitch(8, &[(&prev, prev_hw), (&cur, 12 % 8)]);
+        assert_eq!(got, [None, Some(vec![4, 3])]);
+    }
+
+    /// The list carries on while samples stitch, and empties when one
+    /// does not.
+    #[test]
+    fn the_list_carries_on_until_a_sample_does_not_stitch() {
+        let (a, ha) = calls(10, 3);
+        let (b, hb) = calls(12, 5);
+        let (c, hc) = calls(13, 6);
+        let (d, hd) = calls(13, 6);
+        let e: Vec<(u64, u64)> = (0..8).map(|k| (500 + k, 600 + k)).collect();
+        let got = stitch(8, &[(&a, ha), (&b, hb), (&c, hc), (&d, hd), (&e, 3), (&c, hc)]);
+        assert_eq!(got[1], Some(vec![4, 3]));
+        assert_eq!(got[2], Some(vec![5, 4, 3]));
+        // The same stack again: nothing new, the list still shown.
+        assert_eq!(got[3], Some(vec![5, 4, 3]));
+        assert_eq!(got[4], None);
+        assert_eq!(got[5], None);
+    }
+
+    #[test]
+    fn a_stack_whose_base_differs_or_a_shorter_previous_one_does_not_stitch() {
+        let (a, ha) = calls(10, 3);
+        let mut b = calls(12, 5).0;
+        b.last_mut().unwrap().1 += 1;
+        assert_eq!(stitch(8, &[(&a, ha), (&b, 12 % 8)]), [None, None]);
+        // The previous stack does not reach down to the current one's base.
+        let (short, hs) = calls(10, 9);
+        let (deep, hd) = calls(12, 5);
+        assert_eq!(stitch(8, &[(&short, hs), (&deep, hd)]), [None, None]);
+        // An empty stack never stitches.
+        assert_eq!(stitch(8, &[(&a, ha), (&[], ha)]), [None, None]);
+    }
+
+    /// perf's u64 arithmetic: a current base past the previous sample's
+    /// register plus the depth wraps to a huge distance (no stitch), and
+    /// a distance of u64::MAX wraps `distance + 1` to 0 (no stitch either).
+    #[test]
+    fn hostile_registers_wrap_as_in_perf() {
+        let (a, _) = calls(10, 3);
+        for (prev_hw, cur_hw) in [(0, u64::MAX - 3), (u64::MAX, 5), (1 << 40, 7), (0, 8)] {
+            let got = stitch(8, &[(&a, prev_hw), (&a, cur_hw)]);
+            assert_eq!(got, [None, None], "{prev_hw} {cur_hw}");
+        }
+    }
+
+    /// `max_branches` bounds the saved nodes: entries past it save
+    /// nothing, and come back as nothing.
+    #[test]
+    fn entries_past_max_branches_are_not_saved() {
+        let (a, ha) = calls(10, 3);
+        let mut cur: Vec<(u64, u64)> = vec![(12, 112), (11, 111), (1010, 1110)];
+        cur.extend(calls(9, 5).0);
+        // A depth of 4 claimed for stacks of 8: distance and saves differ.
+        let got = stitch(4, &[(&a, ha), (&cur, 12 % 8)]);
+        assert!(got[1].as_ref().is_none_or(|v| v.iter().all(|&c| c >= 3)));
+        let mut st: Stitch<u64> = Stitch::new(2);
+        for i in 0..100 {
+            st.save(i, Some(i as u64));
+        }
+        assert_eq!(st.saved.len(), 3);
+    }
+
+    /// A thread's list keeps the nearest MAX_STITCHED frames.
+    #[test]
+    fn the_list_is_cut_at_max_stitched() {
+        use perf_data::attr::{Attr, branch_sample_type, sample_type};
+        let n = MAX_STITCHED + 10;
+        let mut st: Stitch<u64> = Stitch::new(1 << 20);
+        st.prev = Some(((0..n as u64).map(|k| Entry { from: k, to: k, flags: 0 }).collect(), 7));
+        st.saved = (0..n as u64).map(Some).collect();
+        let attr = Attr { sample_type: sample_type::BRANCH_STACK, branch_sample_type: branch_sample_type::HW_INDEX | branch_sample_type::CALL_STACK, ..Attr::default() };
+        let raw = branch(&[(0, 0)], 7);
+        let sample = Sample::parse(&raw, &attr, Endian::Little).unwrap();
+        assert!(st.arrive(&sample.branch_stack.unwrap(), 7));
+        assert!(st.cut);
+        let got: Vec<u64> = st.stitched().copied().collect();
+        assert_eq!(got.len(), MAX_STITCHED);
+        assert_eq!((got[0], got[MAX_STITCHED - 1]), (1, MAX_STITCHED as u64));
     }
 
     #[test]
