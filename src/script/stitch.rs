@@ -95,16 +95,15 @@ impl Script {
     fn stitch(&mut self, machine: &mut Machine, tid: i32, stack: &BranchStack<'_>, recorded: U64Array<'_>, user: &[u64]) -> Option<Vec<Node>> {
         let serial = machine.thread(tid).map_or(0, |t| t.serial());
         let stitching = self.stitching.as_mut()?;
-        let max_lbr = stitching.max_lbr;
-        // perf allocates the state (and from then on saves nodes) once a
-        // sample of the thread has an hw_idx.
-        let hw_idx = stack.hw_idx;
-        let entry = stitching.threads.entry(tid).or_insert_with(|| (serial, Stitch::new(max_lbr)));
-        if entry.0 != serial {
-            *entry = (serial, Stitch::new(max_lbr));
-        }
-        let mut state = std::mem::replace(&mut entry.1, Stitch::new(max_lbr));
-        let stitched = match hw_idx {
+        // perf allocates the state at the thread's first sample with an
+        // hw_idx and saves nodes from then on; saving before changes
+        // nothing (that sample has no previous stack to compare with, and
+        // its own saves replace what the next one compares with).
+        let mut state = match stitching.threads.remove(&tid) {
+            Some((known, state)) if known == serial => state,
+            _ => Stitch::new(stitching.max_lbr),
+        };
+        let stitched = match stack.hw_idx {
             Some(hw_idx) => state.arrive(stack, hw_idx),
             None => false,
         };
@@ -119,8 +118,8 @@ impl Script {
             self.save_nodes(machine, tid, &mut state, user);
         }
         let nodes = stitched.then(|| state.stitched().copied().collect());
-        if let Some(e) = self.stitching.as_mut().and_then(|s| s.threads.get_mut(&tid)) {
-            e.1 = state;
+        if let Some(s) = self.stitching.as_mut() {
+            s.threads.insert(tid, (serial, state));
         }
         nodes
     }
