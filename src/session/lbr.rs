@@ -248,12 +248,18 @@ mod tests {
     }
 
     /// The module doc's picture: c3..c10, then c10 returned and c10',
-    /// c11, c12 called: c4 and c3 come back, nearest first.
-    #[test]
-    fn the_base_shared_with_the_previous_sample_brings_its_older_frames() {
+    /// c11, c12 called (the second stack has hw_idx 12 % 8).
+    fn picture() -> (Vec<(u64, u64)>, u64, Vec<(u64, u64)>) {
         let (prev, prev_hw) = calls(10, 3);
         let mut cur: Vec<(u64, u64)> = vec![(12, 112), (11, 111), (1010, 1110)];
         cur.extend(calls(9, 5).0);
+        (prev, prev_hw, cur)
+    }
+
+    /// c4 and c3 come back, nearest first.
+    #[test]
+    fn the_base_shared_with_the_previous_sample_brings_its_older_frames() {
+        let (prev, prev_hw, cur) = picture();
         let got = stitch(8, &[(&prev, prev_hw), (&cur, 12 % 8)]);
         assert_eq!(got, [None, Some(vec![4, 3])]);
     }
@@ -306,12 +312,14 @@ mod tests {
     /// nothing, and come back as nothing.
     #[test]
     fn entries_past_max_branches_are_not_saved() {
-        let (a, ha) = calls(10, 3);
-        let mut cur: Vec<(u64, u64)> = vec![(12, 112), (11, 111), (1010, 1110)];
-        cur.extend(calls(9, 5).0);
-        // A depth of 4 claimed for stacks of 8: distance and saves differ.
-        let got = stitch(4, &[(&a, ha), (&cur, 12 % 8)]);
-        assert!(got[1].as_ref().is_none_or(|v| v.iter().all(|&c| c >= 3)));
+        // A depth of 4 claimed for stacks of 8: the picture's registers
+        // no longer line up.
+        let (prev, prev_hw, cur) = picture();
+        assert_eq!(stitch(4, &[(&prev, prev_hw), (&cur, 12 % 8)]), [None, None]);
+        // One entry, the previous stack's newest, in the same register:
+        // entries 1..=7 would come back, only 1..=4 were saved.
+        let (a, _) = calls(10, 3);
+        assert_eq!(stitch(4, &[(&a, 0), (&[(10, 110)], 0)]), [None, Some(vec![9, 8, 7, 6])]);
         let mut st: Stitch<u64> = Stitch::new(2);
         for i in 0..100 {
             st.save(i, Some(i as u64));
