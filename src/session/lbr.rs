@@ -247,9 +247,12 @@ mod tests {
         ((oldest..=newest).rev().map(|c| (c, c + 100)).collect(), newest % 8)
     }
 
+    /// Branch entries (from, to), most recent first.
+    type Calls = Vec<(u64, u64)>;
+
     /// The module doc's picture: c3..c10, then c10 returned and c10',
     /// c11, c12 called (the second stack has hw_idx 12 % 8).
-    fn picture() -> (Vec<(u64, u64)>, u64, Vec<(u64, u64)>) {
+    fn picture() -> (Calls, u64, Calls) {
         let (prev, prev_hw) = calls(10, 3);
         let mut cur: Vec<(u64, u64)> = vec![(12, 112), (11, 111), (1010, 1110)];
         cur.extend(calls(9, 5).0);
