@@ -283,7 +283,7 @@ impl Tool for Collector<'_> {
         match ev.callchain {
             Some(Callchain::Merged(ips)) if with_callchain => self.resolve_chain(cx.machine, s.tid, ips.iter().copied(), self.max_stack),
             Some(Callchain::Recorded(c)) if with_callchain => self.resolve_chain(cx.machine, s.tid, c.iter(), self.max_stack),
-            Some(Callchain::Split { recorded, user }) if with_callchain => {
+            Some(Callchain::Split { recorded, user, .. }) if with_callchain => {
                 // The kernel part cut at --max-stack, then the user frames,
                 // cut already where perf cuts them.
                 self.resolve_chain(cx.machine, s.tid, recorded.iter(), self.max_stack);

@@ -166,6 +166,17 @@ fn cntr_info(env: &Env) -> (u32, u32) {
     (nr, width)
 }
 
+/// perf's `env->max_branches`: the `branches` capability of
+/// HEADER_CPU_PMU_CAPS, read with `atoi` (0 without it: perf 7.2 does not
+/// take it from HEADER_PMU_CAPS).
+pub(super) fn max_branches(evlist: &Evlist, features: &Features) -> u32 {
+    let mut env = Env::default();
+    let Some(payload) = features.get(feat::CPU_PMU_CAPS) else { return 0 };
+    let _ = env.process(feat::CPU_PMU_CAPS, payload, features.endian(), evlist);
+    let value = env.cpu_pmu_caps.iter().rev().find_map(|c| c.strip_prefix(b"branches="));
+    value.map_or(0, |v| atoi(v) as u32)
+}
+
 /// C's `atoi`: blanks, a sign, digits; 0 without digits (the value wraps
 /// like glibc's `strtol` cast to int).
 fn atoi(s: &[u8]) -> i32 {

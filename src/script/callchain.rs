@@ -163,7 +163,7 @@ impl Script {
     /// [`Script::frame`] for a job in parts, after telling the printing
     /// side about DSOs that appeared or changed since the last one.
     #[inline]
-    fn frame_line(&mut self, machine: &Machine, ip: u64, map: Option<&Map>, code: u8) {
+    pub(super) fn frame_line(&mut self, machine: &Machine, ip: u64, map: Option<&Map>, code: u8) {
         self.sync_dsos(machine);
         if let Some(m) = map {
             self.ship_symbols(machine, m);
@@ -380,7 +380,7 @@ impl FrameJob {
 
 /// [`FrameJob::code`] from its parts.
 #[inline]
-fn line_code(opts: IpOpts, style: LineStyle, cookie: bool) -> u8 {
+pub(super) fn line_code(opts: IpOpts, style: LineStyle, cookie: bool) -> u8 {
     match style {
         LineStyle::Srccode => return CODE_SRCCODE,
         LineStyle::InsnSrcline(SrclinePrefix::Symbol) => return CODE_SYMBOL_SRCLINE,
@@ -410,6 +410,9 @@ pub enum Other {
     /// The thread ([`crate::machine::Thread::serial`]) of the srccode line
     /// that comes next.
     Srccode(u64),
+    /// The next frame prints only this one of its inline lines (a node
+    /// `--stitch-lbr` copied, see [`super::stitch`]); not kept.
+    InlineLine(u32),
 }
 
 /// The formatting side: symbols, DSO names, inline frames. It formats the
@@ -427,11 +430,13 @@ pub struct FrameFormatter {
     srccode: Srccode,
     /// The thread of the next srccode line ([`Other::Srccode`]).
     srccode_thread: u64,
+    /// The inline line the next frame prints alone ([`Other::InlineLine`]).
+    inline_line: Option<u32>,
 }
 
 impl FrameFormatter {
     pub fn new(symbolizer: Symbolizer) -> FrameFormatter {
-        FrameFormatter { symbolizer, dsos: Dsos::default(), kept: KeptIndex::default(), text: Vec::new(), srccode: Srccode::default(), srccode_thread: 0 }
+        FrameFormatter { symbolizer, dsos: Dsos::default(), kept: KeptIndex::default(), text: Vec::new(), srccode: Srccode::default(), srccode_thread: 0, inline_line: None }
     }
 
     #[inline(never)]
@@ -451,6 +456,25 @@ impl FrameFormatter {
         if crossed {
             self.symbolizer.release_pages();
         }
+        place
+    }
+
+    /// Inline line `line` of `ip`'s lines alone (never kept): formatted
+    /// whole, then cut (its DSO name written out, not referred to).
+    #[inline(never)]
+    fn format_inline_line(&mut self, out: &mut Vec<u8>, code: u8, map: Option<&Map>, ip: u64, line: u32) -> FrameText {
+        let FrameJob { ip, map, opts, style, cookie } = FrameJob::from_code(code, ip, map.copied());
+        let mut text = std::mem::take(&mut self.text);
+        text.clear();
+        self.kept.begin();
+        self.format(&mut text, map.as_ref(), ip, opts, style, cookie);
+        self.kept.begin();
+        let starts: Vec<usize> = text.iter().enumerate().filter(|&(_, &b)| b == LINE).map(|(i, _)| i).collect();
+        let from = starts.get(line as usize).copied().unwrap_or(text.len());
+        let to = starts.get(line as usize + 1).copied().unwrap_or(text.len());
+        let (key, _) = frame_key(code, map.as_ref(), ip);
+        let (place, _) = self.kept.add(out, &text[from..to], key, false);
+        self.text = text;
         place
     }
 
@@ -593,6 +617,9 @@ impl Format for FrameFormatter {
     /// Where the text of the line is; a new text goes onto `out`.
     #[inline]
     fn format(&mut self, out: &mut Vec<u8>, code: u8, map: Option<&Map>, ip: u64) -> FrameText {
+        if let Some(line) = self.inline_line.take() {
+            return self.format_inline_line(out, code, map, ip, line);
+        }
         let (key, cacheable) = frame_key(code, map, ip);
         if cacheable && let Some(t) = self.kept.front(&key) {
             return t;
@@ -605,6 +632,7 @@ impl Format for FrameFormatter {
             Other::Dso(u) => self.dsos.apply(*u),
             Other::Loaded(dso, shipped) => self.symbolizer.install(dso, *shipped),
             Other::Srccode(thread) => self.srccode_thread = thread,
+            Other::InlineLine(line) => self.inline_line = Some(line),
         }
     }
 

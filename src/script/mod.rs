@@ -25,6 +25,7 @@ mod prefetch;
 mod regs;
 mod run;
 mod srccode;
+mod stitch;
 
 pub use fields::{FieldError, OutputFields};
 pub use run::{HeaderMode, Outcome, Report, ScriptConfig, Source, run};
@@ -197,6 +198,8 @@ pub(crate) struct Script {
     shipped: Vec<bool>,
     /// What the last callchains' lookups found (see [`callchain::RecentMaps`]).
     recent_maps: callchain::RecentMaps,
+    /// `--stitch-lbr` on a recording that says its LBR depth.
+    stitching: Option<stitch::LbrStitching>,
     /// Samples [`prefetch`] may still look at.
     lookahead_left: u32,
     /// The printing side (see [`crate::engine::printer`]); `buf` is the
@@ -322,6 +325,7 @@ impl Script {
             dso_journal: 0,
             shipped: Vec::new(),
             recent_maps: Default::default(),
+            stitching: None,
             lookahead_left: prefetch::LOOKAHEAD_SAMPLES,
             out: callchain::printer(out, threads, symbolizer.config.clone(), symbolizer.build_id_pairs()),
             symbolizer,
@@ -599,7 +603,11 @@ impl Script {
                     self.buf.push(b'\n');
                     self.print_callchain(machine, s.tid, c.iter(), self.opts.max_stack, ty, ev.cookie);
                 }
-                (true, Some(Callchain::Split { recorded, user })) => {
+                (true, Some(Callchain::Split { recorded, user, lbr: true })) => {
+                    self.buf.push(b'\n');
+                    self.print_lbr_callchain(machine, s, recorded, user, ty);
+                }
+                (true, Some(Callchain::Split { recorded, user, lbr: false })) => {
                     // The user part is cut where perf cuts it already.
                     self.buf.push(b'\n');
                     self.print_callchain(machine, s.tid, recorded.iter(), self.opts.max_stack, ty, None);

@@ -363,7 +363,8 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     for w in &warnings {
         messages.push(format!("pstitch: {name}: warning: {w}"));
     }
-    if stitch_lbr && !evlist.evsels.iter().any(|e| e.attr.samples(sample_type::BRANCH_STACK)) {
+    let lbr_recorded = evlist.evsels.iter().any(|e| e.attr.samples(sample_type::BRANCH_STACK));
+    if stitch_lbr && !lbr_recorded {
         messages.push("Can't find LBR callchain. Switch off --stitch-lbr.".to_string());
         messages.push("Please apply --call-graph lbr when recording.".to_string());
     }
@@ -374,6 +375,9 @@ fn run_once<W: Write + Send + 'static>(mut input: Input, source: Source<'_>, con
     user_callchains_where_shown(&mut session_opts, &output, &symbols);
     let symbolizer = symbolizer(symbols, &features, &evlist, threads);
     let mut script = KeepAtExit { value: Some(Script::new(output, symbolizer, out, threads)), exiting: source.process_exits };
+    if stitch_lbr && lbr_recorded {
+        script.stitching = super::stitch::LbrStitching::new(super::brcntr::max_branches(&evlist, &features));
+    }
     let pipe = input.pipe;
     if dump != super::Dump::None {
         // perf names a pipe's records `pipe`, whatever the input's name.

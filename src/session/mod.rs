@@ -19,7 +19,7 @@
 
 mod deferred;
 pub mod filter;
-mod lbr;
+pub(crate) mod lbr;
 mod ordered;
 mod tool;
 
@@ -1081,14 +1081,14 @@ fn deliver_one(tool: &mut dyn Tool, cx: &mut Context<'_>, unwinder: Option<&mut 
         (Some(Callchain::Recorded(recorded)), Some(u)) if UserUnwinder::applies(attr.sample_type) => {
             let arch = cx.features.string(feat::ARCH);
             let user = u.unwind(cx.machine, s, cx.endian, arch.as_deref());
-            Some(Callchain::Split { recorded, user })
+            Some(Callchain::Split { recorded, user, lbr: false })
         }
         (Some(Callchain::Recorded(chain)), _)
             if attr.branch_sample_type & branch_sample_type::CALL_STACK != 0
                 && let (Some(max), Some(stack)) = (lbr_max_stack, &s.branch_stack)
                 && let Some(recorded) = lbr::user_frames(chain, s.ip, stack, max, &mut lbr_user) =>
         {
-            Some(Callchain::Split { recorded, user: &lbr_user })
+            Some(Callchain::Split { recorded, user: &lbr_user, lbr: true })
         }
         (c, _) => c,
     };

@@ -112,8 +112,9 @@ pub enum Callchain<'r> {
     /// `--max-stack`: unwound from a `--call-graph dwarf` sample's
     /// registers and stack copy (at most `--max-stack` of them: perf cuts
     /// each part on its own), or taken from an LBR call stack
-    /// (`--call-graph lbr`, every entry: see `session::lbr`).
-    Split { recorded: U64Array<'r>, user: &'r [u64] },
+    /// (`--call-graph lbr`, every entry: see `session::lbr`; `lbr` says
+    /// which).
+    Split { recorded: U64Array<'r>, user: &'r [u64], lbr: bool },
 }
 
 impl Callchain<'_> {
@@ -122,7 +123,7 @@ impl Callchain<'_> {
         match self {
             Callchain::Recorded(a) => a.len(),
             Callchain::Merged(m) => m.len(),
-            Callchain::Split { recorded, user } => recorded.len() + if user.is_empty() { 0 } else { 1 + user.len() },
+            Callchain::Split { recorded, user, .. } => recorded.len() + if user.is_empty() { 0 } else { 1 + user.len() },
         }
     }
 
@@ -136,7 +137,7 @@ impl Callchain<'_> {
         match self {
             Callchain::Recorded(a) => a.iter().collect(),
             Callchain::Merged(m) => m.to_vec(),
-            Callchain::Split { recorded, user } => {
+            Callchain::Split { recorded, user, .. } => {
                 let mut v: Vec<u64> = recorded.iter().collect();
                 if !user.is_empty() {
                     v.push(perf_data::sample::context::USER);
