@@ -186,12 +186,15 @@ impl Sections {
 }
 
 /// binutils' address range list (`struct arange`): the first range, then
-/// ranges inserted right after it (most functions have just the first, so
-/// it is kept inline).
+/// ranges inserted right after it. Most functions have just the first, so
+/// it is kept inline and the rest behind one pointer: a decoded unit keeps
+/// one of these per function for the whole run (32 bytes, not 48).
 #[derive(Debug, Default, Clone)]
 pub struct Aranges {
-    first: Option<(u64, u64)>,
-    more: Vec<(u64, u64)>,
+    /// The first range, if `has_first`.
+    first: (u64, u64),
+    has_first: bool,
+    more: Option<Box<Vec<(u64, u64)>>>,
 }
 
 impl Aranges {
@@ -200,14 +203,14 @@ impl Aranges {
         if low == high {
             return;
         }
-        let first = match &mut self.first {
-            Some(f) if f.1 != 0 => f,
-            slot => {
-                *slot = Some((low, high));
-                return;
-            }
-        };
-        for a in std::iter::once(first).chain(self.more.iter_mut()) {
+        // binutils' empty first slot: none yet, or one whose high is 0.
+        if !self.has_first || self.first.1 == 0 {
+            self.first = (low, high);
+            self.has_first = true;
+            return;
+        }
+        let more = self.more.as_deref_mut().map(|m| m.iter_mut()).into_iter().flatten();
+        for a in std::iter::once(&mut self.first).chain(more) {
             if low == a.1 {
                 a.1 = high;
                 return;
@@ -217,12 +220,13 @@ impl Aranges {
                 return;
             }
         }
-        self.more.insert(0, (low, high));
+        self.more.get_or_insert_default().insert(0, (low, high));
     }
 
     /// The ranges in binutils' list order.
     pub fn iter(&self) -> impl Iterator<Item = &(u64, u64)> {
-        self.first.iter().chain(self.more.iter())
+        let first = self.has_first.then_some(&self.first);
+        first.into_iter().chain(self.more.as_deref().into_iter().flatten())
     }
 
     pub fn contains(&self, addr: u64) -> bool {
@@ -230,12 +234,27 @@ impl Aranges {
     }
 
     pub fn first_low(&self) -> u64 {
-        self.first.map(|a| a.0).unwrap_or(0)
+        if self.has_first { self.first.0 } else { 0 }
+    }
+
+    /// The lowest and highest address of the ranges ((0, 0): none).
+    fn bounds(&self) -> (u64, u64) {
+        let (mut low, mut high) = if self.has_first { self.first } else { (0, 0) };
+        for &(l, h) in self.more.as_deref().into_iter().flatten() {
+            low = low.min(l);
+            high = high.max(h);
+        }
+        (low, high)
     }
 
     /// The list as [`Aranges::iter`] gave it.
     fn from_list(list: &[(u64, u64)]) -> Aranges {
-        Aranges { first: list.first().copied(), more: list.get(1..).unwrap_or_default().to_vec() }
+        let rest = list.get(1..).unwrap_or_default();
+        Aranges {
+            first: list.first().copied().unwrap_or((0, 0)),
+            has_first: !list.is_empty(),
+            more: (!rest.is_empty()).then(|| Box::new(rest.to_vec())),
+        }
     }
 }
 
@@ -1347,8 +1366,6 @@ impl Dwarf {
                     }
                     self.functions_spanned(ui, span);
                     if let Some(d) = self.units[ui].decoded.as_mut() {
-                        let mut funcs = funcs;
-                        funcs.shrink_to_fit();
                         d.funcs = funcs;
                         d.vars = vars;
                     }
@@ -1743,6 +1760,9 @@ impl Dwarf {
             }
         }
         vars.reverse();
+        // Kept as long as the session: no room left from growing.
+        funcs.shrink_to_fit();
+        vars.shrink_to_fit();
         Some((funcs, vars))
     }
 
@@ -1851,11 +1871,7 @@ impl Dwarf {
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
-                    let (mut low, mut high) = f.aranges.first.unwrap_or((0, 0));
-                    for &(l, h) in f.aranges.more.iter() {
-                        low = low.min(l);
-                        high = high.max(h);
-                    }
+                    let (low, high) = f.aranges.bounds();
                     Lookup { func: i as u32, low, high }
                 })
                 .collect();
@@ -2078,6 +2094,14 @@ mod tests {
         let v: Vec<_> = a.iter().copied().collect();
         assert_eq!(v, [(10, 30), (60, 70), (35, 50)]);
         assert!(a.contains(35) && !a.contains(30) && !a.contains(55));
+        assert_eq!(a.bounds(), (10, 70));
+        let mut one = Aranges::default();
+        one.add(10, 0);
+        assert_eq!(one.iter().copied().collect::<Vec<_>>(), [(10, 0)], "a first range ending at 0 is listed");
+        assert_eq!(Aranges::from_list(&v).iter().copied().collect::<Vec<_>>(), v);
+        assert_eq!(Aranges::from_list(&[]).iter().count(), 0);
+        // A decoded unit keeps one function record per DIE for the run.
+        assert!(std::mem::size_of::<Func>() <= 56, "{}", std::mem::size_of::<Func>());
     }
 
     #[test]
