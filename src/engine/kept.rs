@@ -154,6 +154,8 @@ pub struct KeptIndex {
     cache: FastMap<LineKey, Text>,
     /// Size of the copier's store.
     kept_bytes: u64,
+    /// The first release point (see [`RELEASE_MAX`]).
+    release_min: u64,
     /// A small direct-mapped copy of recently used `cache` entries: the
     /// hot addresses of a recording (kernel entry paths, a program's main
     /// loop) are looked up without touching the large table.
@@ -174,27 +176,31 @@ fn front_slot(k: &LineKey) -> usize {
     (h >> (64 - FRONT.trailing_zeros())) as usize
 }
 
-/// How often [`KeptIndex::add`] says so (the formatter lets object files'
-/// pages go then): each time the kept text crosses a multiple of this
-/// step, 16 times for each doubling of the text, every 8 KiB at first,
-/// every 2 MiB at most. New text means new lookups, which touch pages of
-/// symbol tables and DWARF; on kernels that map a whole large page-cache
-/// folio per fault (6.18 does), a few dozen lookups in a mapped file keep
-/// megabytes of it resident. Often at first, so that a small run's peak
-/// stays small (`bench/small.py`: 3-5 MB less on its recordings); less
-/// often later, so that a long run does not fault the same pages in again
-/// and again.
-fn release_step(kept: u64) -> u64 {
-    (kept.next_power_of_two() >> 4).clamp(8 << 10, 2 << 20)
-}
+/// [`KeptIndex::add`] says when the kept text crossed a point where the
+/// formatter lets object files' pages go: every 2 MiB, or on a small
+/// input ([`KeptIndex::small_input`]) every 8 KiB at first, then ever
+/// more seldom (see [`super::mapping::release_due`]).
+const RELEASE_MAX: u64 = 2 << 20;
+const RELEASE_MIN_SMALL: u64 = 8 << 10;
 
 impl Default for KeptIndex {
     fn default() -> KeptIndex {
-        KeptIndex { cache: FastMap::default(), kept_bytes: 0, front: vec![(NO_KEY, 0); FRONT].into_boxed_slice(), refs: Vec::new(), names: NameIds::default() }
+        KeptIndex { cache: FastMap::default(), kept_bytes: 0, release_min: RELEASE_MAX, front: vec![(NO_KEY, 0); FRONT].into_boxed_slice(), refs: Vec::new(), names: NameIds::default() }
     }
 }
 
 impl KeptIndex {
+    /// Pages go often while the kept text is small: a small input's run
+    /// (one thread, see [`super::Threads`]) keeps its peak memory small
+    /// (`bench/small.py`: 2-5 MB less on its recordings). A large input's
+    /// run does not: there the releases cost time (some 45 of them on the
+    /// benchmark's 92 MB recording with inline frames, 7-10% of its wall
+    /// time in paired runs, faulting the same pages in again), and its
+    /// peak is far below perf's anyway.
+    pub fn small_input(&mut self) {
+        self.release_min = RELEASE_MIN_SMALL;
+    }
+
     /// The place of `key`'s text if it was used recently.
     #[inline]
     pub fn front(&self, key: &LineKey) -> Option<FrameText> {
@@ -227,7 +233,7 @@ impl KeptIndex {
     /// Appends the new `text` (lines after [`LINE`] marks), [`encode`]d
     /// with its length first, to `out`; keeps it under `key` if `keep` and
     /// the store has room. Its place, and whether the store crossed
-    /// another [`release_step`].
+    /// another release point.
     pub fn add(&mut self, out: &mut Vec<u8>, text: &[u8], key: LineKey, keep: bool) -> (FrameText, bool) {
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
@@ -246,8 +252,7 @@ impl KeptIndex {
         if !(keep && off + len < u64::from(NEW)) {
             return (FrameText::new(false), false);
         }
-        let step = release_step(off + len);
-        let crossed = off / step != (off + len) / step;
+        let crossed = super::mapping::release_due(off, len, self.release_min, RELEASE_MAX);
         self.kept_bytes += len;
         self.cache.insert(key, off as Text);
         self.front[front_slot(&key)] = (key, off as Text);

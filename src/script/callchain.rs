@@ -665,7 +665,11 @@ pub(super) fn printer<W: std::io::Write + Send + 'static>(
         move || {
             let mut symbolizer = Symbolizer::new(config);
             symbolizer.set_build_id_pairs(build_ids);
-            FrameFormatter::new(symbolizer)
+            let mut f = FrameFormatter::new(symbolizer);
+            if threads == Threads::Single {
+                f.kept.small_input();
+            }
+            f
         },
         move || Loader::new(loader_config, loader_ids),
     )

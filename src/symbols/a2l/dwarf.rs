@@ -194,6 +194,9 @@ pub struct Aranges {
     /// The first range, if `has_first`.
     first: (u64, u64),
     has_first: bool,
+    /// One pointer (a `Vec` or a boxed slice would take two or three
+    /// words in every record for what few functions have).
+    #[allow(clippy::box_collection)]
     more: Option<Box<Vec<(u64, u64)>>>,
 }
 
@@ -499,6 +502,8 @@ pub struct Dwarf {
     learn: Option<Learn>,
     /// Decodes finished while recording go to `finished` (a decoder).
     hand_over: bool,
+    /// Units scanned so far (see [`Dwarf::scanned`]).
+    scans: u64,
 }
 
 /// What a reading found out for the cache.
@@ -625,6 +630,7 @@ impl Dwarf {
             summary: None,
             learn: None,
             hand_over: false,
+            scans: 0,
         }
     }
 
@@ -1254,15 +1260,18 @@ impl Dwarf {
 
     /// A unit's scan touched pages of the mapped sections (its DIEs, their
     /// names, its abbreviations, the units it refers to) and what it found
-    /// is in the tables now: the pages can go at once. On kernels that map
-    /// a whole large page-cache folio per fault, the few units a small run
-    /// decodes kept up to 8 MB of a file resident until the formatter's
-    /// next release (`bench/small.py`'s py: peak 38.6 -> 34.2 MB, no change
-    /// in CPU time beyond the noise). Lookups after the scan read the
-    /// tables, names, and the line rows, which come back from the page
-    /// cache when touched.
-    fn scanned(&self) {
-        self.s.release_pages();
+    /// is in the tables now: the pages can go. On kernels that map a whole
+    /// large page-cache folio per fault, the few units a small run decodes
+    /// kept up to 8 MB of a file resident until the formatter's next
+    /// release (`bench/small.py`'s py: peak 38.6 -> 34.2 MB). After each
+    /// of the first 16 scans, then ever more seldom
+    /// ([`crate::engine::mapping::release_due`]): a long run decoding
+    /// thousands of units would fault the same pages in again and again.
+    fn scanned(&mut self) {
+        if crate::engine::mapping::release_due(self.scans, 1, 1, 1 << 10) {
+            self.s.release_pages();
+        }
+        self.scans += 1;
     }
 
     fn fail(&mut self, ui: usize) -> bool {
