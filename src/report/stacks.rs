@@ -259,10 +259,10 @@ impl Tool for Collector<'_> {
         }
     }
 
-    fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<()> {
+    fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<bool> {
         match self.printer.as_mut() {
             Some(p) => p.attr_added(evlist, idx),
-            None => Ok(()),
+            None => Ok(false),
         }
     }
 

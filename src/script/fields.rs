@@ -368,15 +368,20 @@ impl OutputFields {
 
     /// perf's `evsel__check_attr`: drop default fields the event cannot
     /// supply; refuse user-requested ones. `event_name` is for messages.
-    pub fn check_attr(&mut self, attr: &Attr, event_name: &str, is_dummy: bool) -> Result<(), FieldError> {
+    pub fn check_attr(&mut self, attr: &Attr, event_name: &str, is_dummy: bool) -> Result<bool, FieldError> {
         if is_dummy {
-            return Ok(());
+            return Ok(false);
         }
+        // perf names the event in its debug message when it drops a field
+        // the samples lack (`evsel__do_check_stype`), and `evsel__name`
+        // keeps that name: in a pipe, a HEADER_EVENT_DESC that comes later
+        // does not rename the event then.
+        let mut named = false;
         let ty = output_type(attr);
         let has = |field: Field, types: &Self| types.types[ty].fields & field != 0;
-        let check = |s: &mut Self, bits: u64, msg: &str, field: Field| -> Result<(), FieldError> {
+        let check = |s: &mut Self, bits: u64, msg: &str, field: Field| -> Result<bool, FieldError> {
             if attr.sample_type & bits != 0 {
-                return Ok(());
+                return Ok(false);
             }
             let t = &mut s.types[ty];
             if t.user_set_fields & field != 0 {
@@ -386,19 +391,19 @@ impl OutputFields {
                 )));
             }
             t.fields &= !field;
-            Ok(())
+            Ok(true)
         };
         if has(f::IP, self) {
-            check(self, st::IP, "IP", f::IP)?;
+            named |= check(self, st::IP, "IP", f::IP)?;
         }
         if has(f::ADDR, self) {
-            check(self, st::ADDR, "ADDR", f::ADDR)?;
+            named |= check(self, st::ADDR, "ADDR", f::ADDR)?;
         }
         if has(f::DATA_SRC, self) {
-            check(self, st::DATA_SRC, "DATA_SRC", f::DATA_SRC)?;
+            named |= check(self, st::DATA_SRC, "DATA_SRC", f::DATA_SRC)?;
         }
         if has(f::WEIGHT, self) {
-            check(self, st::WEIGHT | st::WEIGHT_STRUCT, "WEIGHT", f::WEIGHT)?;
+            named |= check(self, st::WEIGHT | st::WEIGHT_STRUCT, "WEIGHT", f::WEIGHT)?;
         }
         if has(f::SYM, self) && attr.sample_type & (st::IP | st::ADDR) == 0 {
             return Err(FieldError(
@@ -433,42 +438,42 @@ impl OutputFields {
             ));
         }
         if has(f::PID, self) || has(f::TID, self) {
-            check(self, st::TID, "TID", f::TID | f::PID)?;
+            named |= check(self, st::TID, "TID", f::TID | f::PID)?;
         }
         if has(f::TIME, self) {
-            check(self, st::TIME, "TIME", f::TIME)?;
+            named |= check(self, st::TIME, "TIME", f::TIME)?;
         }
         if has(f::CPU, self) {
-            check(self, st::CPU, "CPU", f::CPU)?;
+            named |= check(self, st::CPU, "CPU", f::CPU)?;
         }
         if has(f::IREGS, self) {
-            check(self, st::REGS_INTR, "IREGS", f::IREGS)?;
+            named |= check(self, st::REGS_INTR, "IREGS", f::IREGS)?;
         }
         if has(f::UREGS, self) {
-            check(self, st::REGS_USER, "UREGS", f::UREGS)?;
+            named |= check(self, st::REGS_USER, "UREGS", f::UREGS)?;
         }
         if has(f::PHYS_ADDR, self) {
-            check(self, st::PHYS_ADDR, "PHYS_ADDR", f::PHYS_ADDR)?;
+            named |= check(self, st::PHYS_ADDR, "PHYS_ADDR", f::PHYS_ADDR)?;
         }
         if has(f::DATA_PAGE_SIZE, self) {
-            check(self, st::DATA_PAGE_SIZE, "DATA_PAGE_SIZE", f::DATA_PAGE_SIZE)?;
+            named |= check(self, st::DATA_PAGE_SIZE, "DATA_PAGE_SIZE", f::DATA_PAGE_SIZE)?;
         }
         if has(f::CODE_PAGE_SIZE, self) {
-            check(self, st::CODE_PAGE_SIZE, "CODE_PAGE_SIZE", f::CODE_PAGE_SIZE)?;
+            named |= check(self, st::CODE_PAGE_SIZE, "CODE_PAGE_SIZE", f::CODE_PAGE_SIZE)?;
         }
         if has(f::INS_LAT, self) {
-            check(self, st::WEIGHT_STRUCT, "WEIGHT_STRUCT", f::INS_LAT)?;
+            named |= check(self, st::WEIGHT_STRUCT, "WEIGHT_STRUCT", f::INS_LAT)?;
         }
         if has(f::CGROUP, self) {
-            check(self, st::CGROUP, "CGROUP", f::CGROUP).map_err(|e| FieldError(format!("{}\nHint: run 'perf record --all-cgroups ...'", e.0)))?;
+            named |= check(self, st::CGROUP, "CGROUP", f::CGROUP).map_err(|e| FieldError(format!("{}\nHint: run 'perf record --all-cgroups ...'", e.0)))?;
         }
         if has(f::RETIRE_LAT, self) {
-            check(self, st::WEIGHT_STRUCT, "WEIGHT_STRUCT", f::RETIRE_LAT)?;
+            named |= check(self, st::WEIGHT_STRUCT, "WEIGHT_STRUCT", f::RETIRE_LAT)?;
         }
         if has(f::SYNTH | f::CALLINDENT, self) && ty == TYPE_SYNTH {
             return Err(unsupported(f::SYNTH, " of synthesized events"));
         }
-        Ok(())
+        Ok(named)
     }
 }
 
@@ -541,8 +546,12 @@ mod tests {
     fn check_drops_defaults_but_refuses_requests() {
         let attr = Attr { type_: 1, sample_type: st::IP | st::TID | st::TIME | st::PERIOD, ..Attr::default() };
         let mut o = OutputFields::default();
-        o.check_attr(&attr, "cpu-clock", false).unwrap();
+        // Dropping a default field names the event, as perf's message does.
+        assert!(o.check_attr(&attr, "cpu-clock", false).unwrap());
         assert_eq!(o.types[TYPE_SW].fields & f::CPU, 0);
+        let mut o = OutputFields::default();
+        o.parse("comm,tid,time,ip").unwrap();
+        assert!(!o.check_attr(&attr, "cpu-clock", false).unwrap(), "nothing dropped, the name not read");
         let mut o = OutputFields::default();
         o.parse("comm,cpu").unwrap();
         let e = o.check_attr(&attr, "cpu-clock", false).unwrap_err();

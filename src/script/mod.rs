@@ -1101,21 +1101,17 @@ impl Tool for Script {
 
     /// perf script's `process_attr` (pipe mode): check the first event of
     /// each output type, and turn on ip and sym for callchains.
-    fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<()> {
-        let Some(ev) = evlist.evsels.get(idx) else { return Ok(()) };
+    fn attr_added(&mut self, evlist: &Evlist, idx: usize) -> Result<bool> {
+        let Some(ev) = evlist.evsels.get(idx) else { return Ok(false) };
         let ty = output_type(&ev.attr);
         self.combined_sample_type |= ev.attr.sample_type;
         if !self.attr_types_seen.insert(ev.attr.type_) {
-            return Ok(());
+            return Ok(false);
         }
         self.name_width = None;
         self.opts.fields.combined_branch_type |= ev.attr.branch_sample_type;
-        if ev.attr.sample_type != 0 {
-            self.opts
-                .fields
-                .check_attr(&ev.attr, &ev.name(), is_dummy(&ev.attr))
-                .map_err(|e| Error::Options(e.0))?;
-        }
+        let named = ev.attr.sample_type != 0
+            && self.opts.fields.check_attr(&ev.attr, &ev.name(), is_dummy(&ev.attr)).map_err(|e| Error::Options(e.0))?;
         let combined = self.combined_sample_type;
         if self.use_callchain
             && (combined & st::CALLCHAIN != 0
@@ -1133,7 +1129,7 @@ impl Tool for Script {
         self.ip_opts[ty] = IpOpts::from_fields(self.opts.fields.types[ty].fields);
         self.checked[ty] = true;
         self.branch_fields_checked();
-        Ok(())
+        Ok(named)
     }
 
     /// Pipe mode: perf prints the features as they arrive (with

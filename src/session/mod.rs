@@ -847,8 +847,13 @@ impl<'a> Session<'a> {
                 };
                 let ids = ids_after_attr(body, attr.disk_size(), e);
                 let idx = self.evlist.push(Evsel { attr, name: None, ids });
-                if let Err(e) = tool.attr_added(&self.evlist, idx) {
-                    return Err(self.piped_event_failed(e, offset, header));
+                match tool.attr_added(&self.evlist, idx) {
+                    Err(e) => return Err(self.piped_event_failed(e, offset, header)),
+                    Ok(true) => {
+                        let name = self.evlist.evsels[idx].name();
+                        self.evlist.name_if_unset(idx, name);
+                    }
+                    Ok(false) => {}
                 }
             }
             kind::EVENT_UPDATE => self.event_update(body),

@@ -256,9 +256,12 @@ pub trait Tool {
         Ok(())
     }
 
-    /// An event was added by a HEADER_ATTR record (pipe mode).
-    fn attr_added(&mut self, _evlist: &Evlist, _idx: usize) -> Result<()> {
-        Ok(())
+    /// An event was added by a HEADER_ATTR record (pipe mode). `Ok(true)`:
+    /// the tool read the event's name as it stands, the one perf derives
+    /// from the attr, which perf then keeps (`evsel__name` caches it): a
+    /// HEADER_EVENT_DESC later in the pipe does not rename the event.
+    fn attr_added(&mut self, _evlist: &Evlist, _idx: usize) -> Result<bool> {
+        Ok(false)
     }
 
     /// Tracing data (HEADER_TRACING_DATA payload) arrived in the stream.
