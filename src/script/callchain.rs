@@ -126,11 +126,7 @@ impl Script {
             // get and add leave a map they return at the front.
             last_front = map.is_some().then_some(mode);
             let map = map.copied();
-            if self.track_loads
-                && let Some(m) = &map
-            {
-                self.loaded_dsos.mark(m.dso);
-            }
+            self.mark_loaded(map.as_ref());
             self.frame_line(machine, ip, map.as_ref(), code);
             if stop_bt && code & CODE_COOKIE == 0 && self.stops_backtrace(machine, ip, map.as_ref()) {
                 break;
@@ -153,6 +149,16 @@ impl Script {
             return inlines.iter().any(|e| stops(&e.name));
         }
         stops(&sym.name)
+    }
+
+    /// perf has loaded the DSO of a map a line is resolved in (`map__load`),
+    /// which `brstackoff` needs to know (see `Script::loaded_dsos`).
+    pub(super) fn mark_loaded(&mut self, map: Option<&Map>) {
+        if self.track_loads
+            && let Some(m) = map
+        {
+            self.loaded_dsos.mark(m.dso);
+        }
     }
 
     /// Leaves a line for the printing side.

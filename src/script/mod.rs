@@ -568,11 +568,7 @@ impl Script {
             if fields & (f::SYM | f::DSO) != 0 && addr_correlates_sym(attr) {
                 let opts = IpOpts { ip: false, srcline: false, ..IpOpts::from_fields(fields) };
                 let map = self.find_map_fb(machine, s.tid, CpuMode::from_misc(misc), s.addr);
-                if self.track_loads
-                    && let Some(m) = &map
-                {
-                    self.loaded_dsos.mark(m.dso);
-                }
+                self.mark_loaded(map.as_ref());
                 self.frame(machine, callchain::FrameJob { ip: s.addr, map, opts, style: callchain::LineStyle::SampleIp, cookie: false });
             }
         }

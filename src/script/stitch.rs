@@ -81,11 +81,7 @@ impl Script {
             if let Some(line) = node.line {
                 self.out.other(self.buf.len(), Other::InlineLine(line));
             }
-            if self.track_loads
-                && let Some(m) = &node.map
-            {
-                self.loaded_dsos.mark(m.dso);
-            }
+            self.mark_loaded(node.map.as_ref());
             self.frame_line(machine, node.ip, node.map.as_ref(), code);
         }
     }
