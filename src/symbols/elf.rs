@@ -456,6 +456,11 @@ impl Elf {
         self.bytes.release_pages();
     }
 
+    /// `section` lies in this file as mapped (not a copy of it).
+    pub fn holds(&self, section: &SectionBytes) -> bool {
+        matches!(section, SectionBytes::Mapped(file, ..) if Arc::ptr_eq(file, &self.bytes))
+    }
+
     /// The string table linked to section `sec_idx`, to keep.
     pub fn linked_strtab(&self, sec_idx: usize) -> Option<SectionBytes> {
         let s = self.sections.get(sec_idx)?;

@@ -109,11 +109,13 @@ const SECTION_NAMES: [&str; 9] =
 impl Sections {
     /// Lets the kernel drop the pages of the files the sections lie in
     /// (the object, or the cache's file of inflated sections: see
-    /// [`crate::symbols::Symbolizer::release_pages`]), each file once.
-    pub fn release_pages(&self) {
+    /// [`crate::symbols::Symbolizer::release_pages`]), each file once, and
+    /// not `released`'s file (its pages went already).
+    pub fn release_pages(&self, released: Option<&Elf>) {
         let all = [&self.info, &self.abbrev, &self.line, &self.str, &self.line_str, &self.ranges, &self.rnglists, &self.addr, &self.str_offsets];
         for (i, s) in all.iter().enumerate() {
-            if !all[..i].iter().any(|earlier| earlier.same_file(s)) {
+            let done = released.is_some_and(|elf| elf.holds(s)) || all[..i].iter().any(|earlier| earlier.same_file(s));
+            if !done {
                 s.release_pages();
             }
         }
@@ -1269,7 +1271,7 @@ impl Dwarf {
     /// thousands of units would fault the same pages in again and again.
     fn scanned(&mut self) {
         if crate::engine::mapping::release_due(self.scans, 1, 1, 1 << 10) {
-            self.s.release_pages();
+            self.s.release_pages(None);
         }
         self.scans += 1;
     }

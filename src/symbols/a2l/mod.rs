@@ -298,7 +298,7 @@ impl Session {
     pub fn release_pages(&self) {
         self.bfd.elf.release_pages();
         if let Some(d) = &self.dwarf {
-            d.s.release_pages();
+            d.s.release_pages(Some(&self.bfd.elf));
         }
     }
 
