@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use super::elf::{SectionBytes, cstr_at};
 use super::rbtree::NodeId;
-use super::symtab::{Ordered, SymTab, holds, last_start_at_or_below, text};
+use super::symtab::{Ordered, STRIDE, SymTab, holds, last_start_at_or_below, text};
 use crate::fasthash::FastMap;
 
 /// A `lens` entry: the symbol's end is in `long_ends`.
@@ -58,18 +58,59 @@ enum Layout {
 /// See the module doc.
 #[derive(Debug)]
 struct Core {
-    starts: Vec<u64>,
+    starts: Words<u64>,
     /// Every 64th start (see [`last_start_at_or_below`]).
-    strides: Vec<u64>,
-    lens: Vec<u32>,
+    strides: Words<u64>,
+    lens: Words<u32>,
     /// (index, end) of the symbols whose length is [`LONG`] or more (or
     /// that end before they start), by index.
     long_ends: Vec<(NodeId, u64)>,
-    names: Vec<u32>,
+    names: Words<u32>,
     /// (index, name) of the symbols with names of their own (or in a
     /// string table other than `text`), by index.
     own_names: Vec<(NodeId, Arc<str>)>,
     text: SectionBytes,
+}
+
+/// One of [`Core`]'s arrays: built in memory, or mapped from the kernel
+/// symbol cache (`super::ksyms_cache`), where it lies 8-byte aligned in
+/// this machine's byte order: only the pages lookups touch are read.
+#[derive(Debug)]
+enum Words<T> {
+    Built(Vec<T>),
+    /// Bytes that cast to `[T]` (checked by [`Words::mapped`]).
+    Mapped(SectionBytes),
+}
+
+impl<T: bytemuck::Pod> Words<T> {
+    /// `bytes` as an array of `T`, if they are aligned and a whole number
+    /// of `T`s.
+    fn mapped(bytes: SectionBytes) -> Option<Words<T>> {
+        bytemuck::try_cast_slice::<u8, T>(&bytes).ok()?;
+        Some(Words::Mapped(bytes))
+    }
+}
+
+impl<T: bytemuck::Pod> std::ops::Deref for Words<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Words::Built(v) => v,
+            Words::Mapped(b) => bytemuck::try_cast_slice(b).unwrap_or_default(),
+        }
+    }
+}
+
+/// A compact table's contents, as the kernel symbol cache writes them and
+/// gives them back (see [`KernelTable::parts`], [`KernelTable::from_parts`]).
+pub struct Parts<S, L, T> {
+    pub starts: S,
+    pub strides: S,
+    pub lens: L,
+    pub names: L,
+    pub long_ends: Vec<(NodeId, u64)>,
+    pub own_names: Vec<(NodeId, Arc<str>)>,
+    pub text: T,
 }
 
 impl Default for KernelTable {
@@ -98,6 +139,48 @@ impl KernelTable {
         }
     }
 
+    /// The compact table's contents (`None`: the table is a generic one,
+    /// which the cache does not store).
+    pub fn parts(&self) -> Option<Parts<&[u64], &[u32], &[u8]>> {
+        let Layout::Compact { core, .. } = &self.layout else { return None };
+        Some(Parts {
+            starts: &core.starts,
+            strides: &core.strides,
+            lens: &core.lens,
+            names: &core.names,
+            long_ends: core.long_ends.clone(),
+            own_names: core.own_names.clone(),
+            text: &core.text,
+        })
+    }
+
+    /// A compact table from the contents [`KernelTable::parts`] gave, the
+    /// arrays as mapped bytes; `None` unless they cast and agree in size
+    /// (a start, a length and a name per symbol, a stride per 64, long
+    /// ends and own names sorted by index). The rest is trusted to the
+    /// file's checksum; lookups stay within the arrays whatever they hold.
+    pub fn from_parts(p: Parts<SectionBytes, SectionBytes, SectionBytes>) -> Option<KernelTable> {
+        let core = Core {
+            starts: Words::mapped(p.starts)?,
+            strides: Words::mapped(p.strides)?,
+            lens: Words::mapped(p.lens)?,
+            names: Words::mapped(p.names)?,
+            long_ends: p.long_ends,
+            own_names: p.own_names,
+            text: p.text,
+        };
+        let n = core.starts.len();
+        let by_index = |a: NodeId, b: NodeId| a < b && (b as usize) < n;
+        let sound = core.lens.len() == n
+            && core.names.len() == n
+            && core.strides.len() == n.div_ceil(STRIDE)
+            && core.long_ends.windows(2).all(|w| by_index(w[0].0, w[1].0))
+            && core.long_ends.last().is_none_or(|l| (l.0 as usize) < n)
+            && core.own_names.windows(2).all(|w| by_index(w[0].0, w[1].0))
+            && core.own_names.last().is_none_or(|o| (o.0 as usize) < n);
+        sound.then(|| KernelTable { layout: Layout::Compact { core: Arc::new(core), shown: FastMap::default() } })
+    }
+
     /// The symbol perf's `symbols__find` finds for `ip`.
     pub fn find(&mut self, ip: u64) -> Option<NodeId> {
         match &mut self.layout {
@@ -124,7 +207,7 @@ impl KernelTable {
             Layout::Compact { core, shown } => shown
                 .entry(i)
                 .or_insert_with(|| match core.names[i as usize] {
-                    OWN => core.own_names[core.own_names.binary_search_by_key(&i, |o| o.0).expect("an own name")].1.clone(),
+                    OWN => core.own_names.binary_search_by_key(&i, |o| o.0).map_or_else(|_| "".into(), |at| core.own_names[at].1.clone()),
                     off => text(cstr_at(&core.text, off as usize)).into(),
                 })
                 .clone(),
@@ -196,13 +279,14 @@ impl Core {
             };
         }
         let text = strtabs.first().cloned().unwrap_or_default();
-        Core { starts, strides, lens, long_ends, names, own_names, text }
+        Core { starts: Words::Built(starts), strides: Words::Built(strides), lens: Words::Built(lens), long_ends, names: Words::Built(names), own_names, text }
     }
 
     fn bounds(&self, i: usize) -> (u64, u64) {
         let start = self.starts[i];
         let end = match self.lens[i] {
-            LONG => self.long_ends[self.long_ends.binary_search_by_key(&(i as NodeId), |l| l.0).expect("a long end")].1,
+            // A table from a cache file may lack the entry: no panic.
+            LONG => self.long_ends.binary_search_by_key(&(i as NodeId), |l| l.0).map_or(start, |at| self.long_ends[at].1),
             len => start + u64::from(len),
         };
         (start, end)

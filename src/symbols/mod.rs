@@ -10,6 +10,7 @@
 //! | symbol order, ends, aliases | `symbol.c` | [`symtab`] |
 //! | kernel symbols | `dso__load_kallsyms` | [`kallsyms`] |
 //! | the kernel's table (compact) | `struct symbol` in an rbtree | [`ktable`] |
+//! | that table kept for the boot | (reads /proc/kallsyms each run) | [`ksyms_cache`] |
 //! | kernel symbols from `-k` | `dso__load_vmlinux` | [`vmlinux`] |
 //! | names | `demangle_sym` | [`demangle`] |
 
@@ -18,6 +19,7 @@ pub mod demangle;
 pub mod elf;
 mod itanium;
 pub mod kallsyms;
+mod ksyms_cache;
 mod ktable;
 pub mod load;
 pub mod loader;
@@ -289,6 +291,12 @@ pub struct Symbolizer {
     /// Its kernel table was moved out to a kernel DSO (see
     /// [`Symbolizer::kernel_table`]).
     kernel_taken: bool,
+    /// It came from the kernel symbol cache: the kernel's table alone, no
+    /// module symbols (see [`ksyms_cache`]).
+    kallsyms_cached: bool,
+    /// The boot and the first bytes of /proc/kallsyms, once read (`None`
+    /// inside: unreadable).
+    kallsyms_live: Option<Option<ksyms_cache::Live>>,
     /// The last `find_symbol` answered for a load that failed half-way:
     /// later lookups of the same address may answer differently.
     transient: bool,
@@ -312,6 +320,8 @@ impl Symbolizer {
             dsos: Vec::new(),
             kallsyms: None,
             kernel_taken: false,
+            kallsyms_cached: false,
+            kallsyms_live: None,
             transient: false,
             symfs,
             no_inlines: Rc::new([]),
@@ -339,6 +349,11 @@ impl Symbolizer {
         const PIECE: usize = 256 << 10;
         let bid = self.build_ids.get(KERNEL_DSO_NAME.as_bytes()).cloned();
         let Some(path) = self.kallsyms_path(bid.as_deref()) else { return };
+        if let Some((place, live)) = self.kallsyms_cache(&path)
+            && place.holds(&live)
+        {
+            return;
+        }
         if let Some(pieces) = crate::engine::pieces::Pieces::start(path.clone(), PIECE) {
             self.kallsyms_ahead = Some((path, pieces));
         }
@@ -422,8 +437,20 @@ impl Symbolizer {
         self.dsos[i].as_mut().expect("just loaded")
     }
 
+    /// The kernel symbol cache and what this run sees of the boot, when
+    /// the kallsyms file is `/proc/kallsyms` and the cache is on.
+    fn kallsyms_cache(&mut self, path: &Path) -> Option<(ksyms_cache::Place, ksyms_cache::Live)> {
+        if path != Path::new(ksyms_cache::PROC_KALLSYMS) {
+            return None;
+        }
+        let place = ksyms_cache::Place::from_env()?;
+        let live = self.kallsyms_live.get_or_insert_with(ksyms_cache::Live::read).clone()?;
+        Some((place, live))
+    }
+
     /// The kallsyms file, parsed once with the kernel's relocation
-    /// reference.
+    /// reference; the kernel's table alone from the kernel symbol cache
+    /// when it holds the table and no module map needs the rest.
     fn kallsyms(&mut self, dsos: &Dsos) -> Option<Rc<kallsyms::Kallsyms>> {
         if let Some(k) = &self.kallsyms {
             return k.clone();
@@ -432,6 +459,19 @@ impl Symbolizer {
         let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(&*d.name).cloned()));
         let rr = kernel.and_then(|d| d.ref_reloc.clone());
         let path = self.kallsyms_path(bid.as_deref());
+        let modules = (0..dsos.len() as u32).any(|i| dsos.get(i).kind == DsoKind::KernelModule);
+        let cache = path.as_deref().and_then(|p| self.kallsyms_cache(p));
+        if !modules
+            && let Some((place, live)) = &cache
+            && let Some(table) = place.open(live, rr.as_ref().map(|(n, a)| (&**n, *a)))
+        {
+            let k = Some(Rc::new(kallsyms::Kallsyms { kernel: table, modules: Default::default() }));
+            self.kallsyms = Some(k.clone());
+            self.kallsyms_cached = true;
+            self.kallsyms_ahead = None;
+            return k;
+        }
+        self.kallsyms_cached = false;
         let parsed = match (self.kallsyms_ahead.take(), &path) {
             (Some((early, pieces)), Some(p)) if early == *p => {
                 let mut data = Vec::with_capacity(KALLSYMS_ROOM);
@@ -447,12 +487,22 @@ impl Symbolizer {
             }
             _ => path.and_then(|p| read_kallsyms(&p)).map(|data| (data, kallsyms::Parser::default())),
         };
+        let mut refs = None;
         let k = parsed
             .and_then(|(data, mut parser)| {
                 parser.parse(&data, true);
+                // Stored only when the table needs no relocation (see
+                // `ksyms_cache`).
+                refs = cache.as_ref().map(|_| ksyms_cache::refs(&data)).filter(|refs| match &rr {
+                    None => true,
+                    Some((name, addr)) => refs.iter().any(|(n, a)| **n == **name && *a == Some(*addr)),
+                });
                 kallsyms::load_parsed(data, &mut parser, rr.as_ref().map(|(n, a)| (&**n, *a)))
             })
             .map(Rc::new);
+        if let (Some((place, live)), Some(refs), Some(k)) = (&cache, &refs, &k) {
+            place.store(live, refs, &k.kernel);
+        }
         self.kallsyms = Some(k.clone());
         k
     }
@@ -577,6 +627,11 @@ impl Symbolizer {
                 // (loading the .ko itself is not supported).
                 kernel = true;
                 let mut l = Loaded::default();
+                if self.kallsyms_cached {
+                    // The cache holds no module symbols: read the file.
+                    self.kallsyms = None;
+                    self.kernel_taken = false;
+                }
                 if let (Some(k), Some(m)) = (self.kallsyms(dsos), map)
                     && let Some(syms) = k.modules.get(&kallsyms::module_name(&String::from_utf8_lossy(&long_name))) {
                         l.syms.insert_all(

@@ -280,7 +280,7 @@ impl ModuleParts {
 }
 
 /// See [`SymTab::last_start_at_or_below`]: 64 starts are eight cache lines.
-const STRIDE: usize = 64;
+pub const STRIDE: usize = 64;
 
 /// Symbols at one address with one end, the alias choice between them put
 /// off (see [`SymTab::fixup_duplicate`]).
@@ -1129,8 +1129,8 @@ pub fn strides_of(starts: &[u64]) -> Vec<u64> {
 pub fn last_start_at_or_below(starts: &[u64], strides: &[u64], ip: u64) -> Option<usize> {
     let block = strides.partition_point(|&s| s <= ip).checked_sub(1)?;
     let from = block * STRIDE;
-    let within = &starts[from..starts.len().min(from + STRIDE)];
-    Some(from + within.partition_point(|&s| s <= ip) - 1)
+    let within = starts.get(from..starts.len().min(from + STRIDE))?;
+    Some(from + within.partition_point(|&s| s <= ip).checked_sub(1)?)
 }
 
 fn roundup_page(x: u64) -> u64 {

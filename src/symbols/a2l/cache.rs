@@ -141,6 +141,11 @@ impl Dir {
         Dir { path: path.to_path_buf(), stats: false }
     }
 
+    /// The file of the kernel's symbols (`super::super::ksyms_cache`).
+    pub fn kallsyms_file(&self) -> PathBuf {
+        self.path.join("kallsyms")
+    }
+
     /// The file of an object.
     pub fn file(&self, key: &Key) -> PathBuf {
         let hex: String = key.build_id.iter().map(|b| format!("{b:02x}")).collect();
@@ -180,18 +185,42 @@ pub fn store(path: &Path, key: &Key, summary: &Summary) -> std::io::Result<()> {
 /// directory (made if missing), which is then renamed to `path`, so a
 /// reader sees the old file or the new one, never a part. The temporary
 /// name is this process's and thread's own; it is removed on failure.
-pub fn write_atomically(path: &Path, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
+pub fn write_atomically(path: &Path, write: impl FnOnce(&mut Pieces) -> std::io::Result<()>) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("a2l");
     let thread: String = format!("{:?}", std::thread::current().id()).chars().filter(char::is_ascii_digit).collect();
     let tmp = path.with_file_name(format!(".{name}.{}.{thread}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| write(&mut f)).and_then(|_| std::fs::rename(&tmp, path));
+    let written = std::fs::File::create(&tmp).and_then(|f| write(&mut Pieces(f))).and_then(|_| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// A cache file being written, at most [`Pieces::MAX`] bytes a `write`.
+///
+/// Why: the page cache keeps a file's pages in folios as large as the
+/// writes that brought them (Linux 6.x, large folios), and a fault in a
+/// mapping of the file maps the whole folio. A file written a megabyte at
+/// a time costs a later run that maps it and looks up one name a megabyte
+/// of resident memory; written in pieces of the kernel's fault-around size
+/// (64 KiB), it costs 64 KiB. (Pages read back after the file left the
+/// page cache come in the folios readahead makes.)
+pub struct Pieces(std::fs::File);
+
+impl Pieces {
+    pub const MAX: usize = 64 << 10;
+}
+
+impl std::io::Write for Pieces {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(&buf[..buf.len().min(Pieces::MAX)])
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -204,29 +233,29 @@ fn fnv(bytes: &[u8]) -> u64 {
 }
 
 /// A writer of the little-endian fields of a cache file.
-pub(super) struct Out(pub(super) Vec<u8>);
+pub(in crate::symbols) struct Out(pub(in crate::symbols) Vec<u8>);
 
 impl Out {
-    pub(super) fn u8(&mut self, v: u8) {
+    pub(in crate::symbols) fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    pub(super) fn u16(&mut self, v: u16) {
+    pub(in crate::symbols) fn u16(&mut self, v: u16) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    pub(super) fn u32(&mut self, v: u32) {
+    pub(in crate::symbols) fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    pub(super) fn u64(&mut self, v: u64) {
+    pub(in crate::symbols) fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    pub(super) fn len(&mut self, n: usize) {
+    pub(in crate::symbols) fn len(&mut self, n: usize) {
         self.u32(u32::try_from(n).unwrap_or(u32::MAX));
     }
-    pub(super) fn bytes(&mut self, b: &[u8]) {
+    pub(in crate::symbols) fn bytes(&mut self, b: &[u8]) {
         self.len(b.len());
         self.0.extend_from_slice(b);
     }
-    pub(super) fn opt(&mut self, v: Option<u64>) {
+    pub(in crate::symbols) fn opt(&mut self, v: Option<u64>) {
         match v {
             None => self.u8(0),
             Some(v) => {
@@ -235,7 +264,7 @@ impl Out {
             }
         }
     }
-    pub(super) fn range(&mut self, r: Option<(u64, u64)>) {
+    pub(in crate::symbols) fn range(&mut self, r: Option<(u64, u64)>) {
         match r {
             None => self.u8(0),
             Some((l, h)) => {
@@ -247,7 +276,7 @@ impl Out {
     }
     /// An object's key: u32 n, n bytes build-id; u64 file size; u32 k,
     /// k x u64 section sizes.
-    pub(super) fn key(&mut self, key: &Key) {
+    pub(in crate::symbols) fn key(&mut self, key: &Key) {
         self.bytes(&key.build_id);
         self.u64(key.file_size);
         self.len(key.sections.len());
@@ -255,7 +284,7 @@ impl Out {
             self.u64(v);
         }
     }
-    pub(super) fn ranges(&mut self, rs: &[(u64, u64)]) {
+    pub(in crate::symbols) fn ranges(&mut self, rs: &[(u64, u64)]) {
         self.len(rs.len());
         for &(l, h) in rs {
             self.u64(l);
@@ -315,10 +344,10 @@ pub fn encode(key: &Key, s: &Summary) -> Vec<u8> {
 }
 
 /// A reader that fails (`None`) at the end of its bytes.
-pub(super) struct In<'a>(pub(super) &'a [u8]);
+pub(in crate::symbols) struct In<'a>(pub(in crate::symbols) &'a [u8]);
 
 impl In<'_> {
-    pub(super) fn take(&mut self, n: usize) -> Option<&[u8]> {
+    pub(in crate::symbols) fn take(&mut self, n: usize) -> Option<&[u8]> {
         if self.0.len() < n {
             return None;
         }
@@ -326,50 +355,50 @@ impl In<'_> {
         self.0 = b;
         Some(a)
     }
-    pub(super) fn u8(&mut self) -> Option<u8> {
+    pub(in crate::symbols) fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
-    pub(super) fn u16(&mut self) -> Option<u16> {
+    pub(in crate::symbols) fn u16(&mut self) -> Option<u16> {
         Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
     }
-    pub(super) fn u32(&mut self) -> Option<u32> {
+    pub(in crate::symbols) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    pub(super) fn u64(&mut self) -> Option<u64> {
+    pub(in crate::symbols) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
     /// A count of items of at least `each` bytes: no more than the bytes
     /// left can hold.
-    pub(super) fn count(&mut self, each: usize) -> Option<usize> {
+    pub(in crate::symbols) fn count(&mut self, each: usize) -> Option<usize> {
         let n = self.u32()? as usize;
         (n.checked_mul(each)? <= self.0.len()).then_some(n)
     }
-    pub(super) fn bytes(&mut self) -> Option<&[u8]> {
+    pub(in crate::symbols) fn bytes(&mut self) -> Option<&[u8]> {
         let n = self.count(1)?;
         self.take(n)
     }
-    pub(super) fn flag(&mut self) -> Option<bool> {
+    pub(in crate::symbols) fn flag(&mut self) -> Option<bool> {
         match self.u8()? {
             0 => Some(false),
             1 => Some(true),
             _ => None,
         }
     }
-    pub(super) fn opt(&mut self) -> Option<Option<u64>> {
+    pub(in crate::symbols) fn opt(&mut self) -> Option<Option<u64>> {
         Some(if self.flag()? { Some(self.u64()?) } else { None })
     }
-    pub(super) fn range(&mut self) -> Option<Option<(u64, u64)>> {
+    pub(in crate::symbols) fn range(&mut self) -> Option<Option<(u64, u64)>> {
         Some(if self.flag()? { Some((self.u64()?, self.u64()?)) } else { None })
     }
     /// See [`Out::key`].
-    pub(super) fn key(&mut self) -> Option<Key> {
+    pub(in crate::symbols) fn key(&mut self) -> Option<Key> {
         let build_id = self.bytes()?.to_vec();
         let file_size = self.u64()?;
         let n = self.count(8)?;
         let sections = (0..n).map(|_| self.u64()).collect::<Option<Vec<_>>>()?;
         Some(Key { build_id, file_size, sections })
     }
-    pub(super) fn ranges(&mut self) -> Option<Vec<(u64, u64)>> {
+    pub(in crate::symbols) fn ranges(&mut self) -> Option<Vec<(u64, u64)>> {
         let n = self.count(16)?;
         (0..n).map(|_| Some((self.u64()?, self.u64()?))).collect()
     }
@@ -460,6 +489,21 @@ pub fn decode(bytes: &[u8], key: &Key) -> Option<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Cache files go to the kernel a piece at a time (see [`Pieces`]),
+    /// and whole.
+    #[test]
+    fn files_are_written_in_pieces() {
+        let path = std::env::temp_dir().join(format!("pstitch-pieces-{}", std::process::id()));
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        write_atomically(&path, |f| {
+            assert_eq!(std::io::Write::write(f, &data)?, Pieces::MAX);
+            std::io::Write::write_all(f, &data[Pieces::MAX..])
+        })
+        .expect("written");
+        assert_eq!(std::fs::read(&path).expect("read"), data);
+        let _ = std::fs::remove_file(path);
+    }
 
     fn key() -> Key {
         Key { build_id: vec![0xab, 0xcd, 0x01], file_size: 123_456, sections: vec![10, 20, u64::MAX, 40] }

@@ -83,7 +83,7 @@ struct Entry {
 
 /// Why a file was not used.
 #[derive(Debug)]
-enum Rejected {
+pub(in crate::symbols) enum Rejected {
     Missing,
     NotAFile,
     Size(u64),
@@ -105,7 +105,7 @@ impl std::fmt::Display for Rejected {
             Rejected::Changed => write!(f, "ignored: its size changed while read"),
             Rejected::Checksum => write!(f, "ignored: checksum mismatch"),
             Rejected::Header => write!(f, "ignored: bad header"),
-            Rejected::Stale => write!(f, "ignored: made for other sections (stale key)"),
+            Rejected::Stale => write!(f, "ignored: made for other contents (stale key)"),
             Rejected::NoMap => write!(f, "ignored: cannot be mapped"),
         }
     }
@@ -267,13 +267,20 @@ fn layout(key: &Key, sections: &[(Compressed, &[u8])]) -> (Vec<u8>, Vec<Entry>) 
 /// Reads all `len` bytes of a file through a small buffer, checks them
 /// against the CRC at its end and returns the first bytes (where the
 /// header is: at most [`ALIGN`]).
-fn read_checked(mut file: impl Read, len: u64) -> Result<Vec<u8>, Rejected> {
-    let sizes_ok = (4..=ALIGN + MAX_PAYLOAD + 4).contains(&len);
+fn read_checked(file: impl Read, len: u64) -> Result<Vec<u8>, Rejected> {
+    read_checked_up_to(file, len, ALIGN + MAX_PAYLOAD + 4, ALIGN as usize)
+}
+
+/// Reads a cache file of `len` bytes (at most `max_len`) that ends in the
+/// CRC-32 of the rest, through a small buffer; its first `head_len` bytes
+/// if the CRC matches and the file was `len` bytes long.
+pub(in crate::symbols) fn read_checked_up_to(mut file: impl Read, len: u64, max_len: u64, head_len: usize) -> Result<Vec<u8>, Rejected> {
+    let sizes_ok = (4..=max_len).contains(&len);
     if !sizes_ok {
         return Err(Rejected::Size(len));
     }
     let body = len - 4;
-    let mut head = Vec::with_capacity(body.min(ALIGN) as usize);
+    let mut head = Vec::with_capacity(body.min(head_len as u64) as usize);
     let mut crc = crc32fast::Hasher::new();
     let mut tail = Vec::with_capacity(4);
     let mut buf = vec![0u8; CHUNK];
@@ -292,7 +299,7 @@ fn read_checked(mut file: impl Read, len: u64) -> Result<Vec<u8>, Rejected> {
         let in_body = (body.saturating_sub(at) as usize).min(n);
         let (b, t) = chunk.split_at(in_body);
         crc.update(b);
-        let room = (ALIGN as usize - head.len()).min(b.len());
+        let room = (head_len - head.len()).min(b.len());
         head.extend_from_slice(&b[..room]);
         tail.extend_from_slice(t);
         at += n as u64;
