@@ -86,6 +86,7 @@ fn kallsyms_cache_runs_print_what_the_file_gives() {
     assert!(off.status.success(), "{}", messages(&off));
     let frames = kernel_frames(&off.stdout);
     assert!(frames.len() > 100, "kernel frames: {}", frames.len());
+    assert!(Path::new("/usr/bin/perf").exists(), "host perf is missing: install Debian's linux-perf (.ci/run does)");
     let perf = Command::new("/usr/bin/perf")
         .current_dir(golden_common::golden_dir().join("c-threads"))
         .env("PERF_BUILDID_DIR", "/nonexistent")
