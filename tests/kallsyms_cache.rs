@@ -1,13 +1,14 @@
 //! The kernel symbol cache (`src/symbols/ksyms_cache.rs`) on this
 //! machine's own `/proc/kallsyms`: a recording made to look like one of
-//! this boot (its reference symbol moved to where `/proc/kallsyms` has
-//! `_text`), printed with the cache off, cold (the file is written), warm
-//! (mapped), damaged, truncated, in a directory that cannot be written, and
-//! for a recording of another relocation (the file is neither used nor
-//! replaced), in both thread modes. Every run prints what the run with the
+//! this boot (its kernel addresses and reference symbol moved to where
+//! `/proc/kallsyms` has `_text`), printed with the cache off, cold (the
+//! file is written), warm (mapped), damaged, truncated, in a directory
+//! that cannot be written, and for a recording of another relocation (the
+//! file is neither used nor replaced; its kernel frames name the same
+//! symbols), in both thread modes. Every run prints what the run with the
 //! cache off prints, whose kernel frames are the ones the host's perf
-//! prints from the same `/proc/kallsyms` (perf 6.1 formats other fields
-//! in its own way; its kernel frame lines are perf 7.2's).
+//! prints from the same `/proc/kallsyms` (perf 6.1 formats other fields in
+//! its own way; its kernel frame lines are perf 7.2's).
 //!
 //! Needs `/proc/kallsyms` with addresses (root) and `/usr/bin/perf`, as CI
 //! has them; without them the test fails and says why.
@@ -26,12 +27,28 @@ fn live_text() -> u64 {
     addr
 }
 
-/// c-threads' recording with its kernel map's reference (`_text`) at
-/// `text`.
+/// c-threads' recording as if made on this boot with the kernel's
+/// reference symbol (`_text`) at `text`: the kernel map and every address
+/// in it (sample ips, callchain entries) moved by the difference (on a
+/// machine whose kernel is placed elsewhere: KASLR), the map's reference
+/// set to `text`.
 fn recording(dir: &Path, name: &str, text: u64) -> PathBuf {
     let mut data = std::fs::read(golden_common::golden_dir().join("c-threads/perf.data")).unwrap();
+    let word = |d: &[u8], at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
     let name_at = data.windows(22).position(|w| w == b"[kernel.kallsyms]_text").expect("the kernel's MMAP");
     // MMAP: header, pid, tid, start, len, pgoff, filename.
+    let (start, len, pgoff) = (word(&data, name_at - 24), word(&data, name_at - 16), word(&data, name_at - 8));
+    let shift = text.wrapping_sub(pgoff);
+    if shift != 0 {
+        // The data section's records are 8-byte aligned, their fields too.
+        let (offset, size) = (word(&data, 40) as usize, word(&data, 48) as usize);
+        for at in (offset..offset + size).step_by(8) {
+            let v = word(&data, at);
+            if (start..start + len).contains(&v) {
+                data[at..at + 8].copy_from_slice(&v.wrapping_add(shift).to_le_bytes());
+            }
+        }
+    }
     data[name_at - 8..name_at].copy_from_slice(&text.to_le_bytes());
     let path = dir.join(name);
     std::fs::write(&path, data).unwrap();
@@ -134,6 +151,9 @@ fn kallsyms_cache_runs_print_what_the_file_gives() {
         assert_eq!(messages(&moved_on), messages(&moved_off));
         assert_eq!(said(&moved_on), ["ignored: made for other contents (stale key)"]);
         assert_eq!(std::fs::read(&cache).unwrap(), good, "not replaced");
+        // Relocated, its kernel frames name the same symbols.
+        let symbols = |out: &Output| kernel_frames(&out.stdout).iter().map(|l| l.split_once(' ').map_or("", |p| p.1).to_string()).collect::<Vec<_>>();
+        assert_eq!(symbols(&moved_on), symbols(&off));
     }
 
     // A cache directory that cannot be made: a file where it would be.
