@@ -168,6 +168,16 @@ impl Sections {
         if let Some(p) = place.filter(|_| inflated > 0) {
             let keep: Vec<(Compressed, &[u8])> = compressed.iter().filter_map(|c| Some((*c, got[c.section as usize].as_deref()?))).collect();
             p.store(&keep, inflated);
+            // The file just written, mapped, in place of the inflated
+            // copies: those would stay for the run (megabytes of anonymous
+            // memory), a mapping costs the pages lookups touch.
+            if let Some(m) = p.open_written(elf, &compressed) {
+                for c in &compressed {
+                    if let Some(b) = m.section(c.section) {
+                        got[c.section as usize] = Some(b);
+                    }
+                }
+            }
         }
         let [info, abbrev, line, str, line_str, ranges, rnglists, addr, str_offsets]: [Option<SectionBytes>; 9] = got.try_into().ok()?;
         let or_empty = |b: Option<SectionBytes>| b.unwrap_or_default();

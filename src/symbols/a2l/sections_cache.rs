@@ -163,6 +163,12 @@ impl Place {
         }
     }
 
+    /// The file this run has just written, mapped (see [`Place::open`];
+    /// nothing said: the run said it wrote it).
+    pub fn open_written(&self, elf: &Elf, wanted: &[Compressed]) -> Option<Mapped> {
+        self.try_open(elf, wanted).ok()
+    }
+
     fn try_open(&self, elf: &Elf, wanted: &[Compressed]) -> Result<Mapped, Rejected> {
         // Opened without waiting (a FIFO at the name), the type checked
         // on the open file.
