@@ -14,7 +14,9 @@
 //! reader sees an old file or a new one, never half of one; deleting one
 //! at any time is safe. The inflated debug sections of the same object go
 //! to `a2l-<build-id>.sec` beside it ([`super::sections_cache`], which
-//! shares this file's key and field writers).
+//! shares this file's key and field writers). The kernel's symbol table
+//! (`symbols/ksyms_cache.rs`) uses the directory, the field readers and
+//! writers and [`write_atomically`] too.
 //!
 //! ```text
 //!   "PSTITCH-A2L\0"  u32 version
