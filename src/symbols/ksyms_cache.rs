@@ -59,7 +59,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::a2l::cache::{Dir, In, Out, Pieces, write_atomically};
-use super::a2l::sections_cache::{Rejected, read_checked_up_to};
+use super::a2l::sections_cache::{Rejected, Signed, read_checked_up_to};
 use super::elf::{self, SectionBytes};
 use super::kallsyms::function_start;
 use super::ktable::{KernelTable, Parts};
@@ -213,22 +213,14 @@ impl Place {
             p.text,
         ];
         let written = write_atomically(&self.path, |f| {
-            use std::io::Write;
-            let mut out = std::io::BufWriter::with_capacity(Pieces::MAX, f);
-            let mut crc = crc32fast::Hasher::new();
-            let mut put = |b: &[u8], out: &mut std::io::BufWriter<&mut Pieces>| {
-                crc.update(b);
-                out.write_all(b)
-            };
-            put(&header, &mut out)?;
-            put(&vec![0; ARRAYS as usize - header.len()], &mut out)?;
+            let mut w = Signed::new(std::io::BufWriter::with_capacity(Pieces::MAX, f));
+            w.put(&header)?;
+            w.pad_to(ARRAYS)?;
             for a in arrays {
-                put(a, &mut out)?;
-                put(&[0; 8][..a.len().next_multiple_of(8) - a.len()], &mut out)?;
+                w.put(a)?;
+                w.pad_to(w.at().next_multiple_of(8))?;
             }
-            let crc = crc.finalize();
-            out.write_all(&crc.to_le_bytes())?;
-            out.flush()
+            w.finish()
         });
         match written {
             Ok(()) => self.say(format_args!("wrote the kernel's table ({} symbols)", p.starts.len())),

@@ -203,15 +203,13 @@ impl Place {
         }
         let (header, entries) = layout(&self.key, sections);
         let written = cache::write_atomically(&self.path, |f| {
-            let mut w = Signed { out: std::io::BufWriter::with_capacity(CHUNK, f), crc: crc32fast::Hasher::new(), at: 0 };
+            let mut w = Signed::new(std::io::BufWriter::with_capacity(CHUNK, f));
             w.put(&header)?;
             for (e, (_, bytes)) in entries.iter().zip(sections) {
                 w.pad_to(e.offset)?;
                 w.put(bytes)?;
             }
-            let crc = w.crc.clone().finalize();
-            w.out.write_all(&crc.to_le_bytes())?;
-            w.out.flush()
+            w.finish()
         });
         match written {
             Ok(()) => self.say(format_args!("inflated {inflated} sections; wrote {} sections ({total} bytes)", sections.len())),
@@ -220,27 +218,46 @@ impl Place {
     }
 }
 
-/// A writer that keeps the CRC of what went through it.
-struct Signed<W: Write> {
+/// A cache file's writer that keeps the CRC of what went through it, for
+/// the CRC-32 the file ends with ([`read_checked_up_to`] checks it). The
+/// kernel symbol cache writes its file with it too.
+pub(in crate::symbols) struct Signed<W: Write> {
     out: W,
     crc: crc32fast::Hasher,
     at: u64,
 }
 
 impl<W: Write> Signed<W> {
-    fn put(&mut self, b: &[u8]) -> std::io::Result<()> {
+    pub(in crate::symbols) fn new(out: W) -> Signed<W> {
+        Signed { out, crc: crc32fast::Hasher::new(), at: 0 }
+    }
+
+    /// Bytes written so far.
+    pub(in crate::symbols) fn at(&self) -> u64 {
+        self.at
+    }
+
+    pub(in crate::symbols) fn put(&mut self, b: &[u8]) -> std::io::Result<()> {
         self.crc.update(b);
         self.at += b.len() as u64;
         self.out.write_all(b)
     }
 
-    fn pad_to(&mut self, offset: u64) -> std::io::Result<()> {
+    /// Zero bytes up to `offset`.
+    pub(in crate::symbols) fn pad_to(&mut self, offset: u64) -> std::io::Result<()> {
         const ZEROS: [u8; ALIGN as usize] = [0; ALIGN as usize];
         while self.at < offset {
             let n = (offset - self.at).min(ALIGN) as usize;
             self.put(&ZEROS[..n])?;
         }
         Ok(())
+    }
+
+    /// Ends the file: the CRC-32 of every byte before it.
+    pub(in crate::symbols) fn finish(mut self) -> std::io::Result<()> {
+        let crc = self.crc.finalize();
+        self.out.write_all(&crc.to_le_bytes())?;
+        self.out.flush()
     }
 }
 
@@ -378,15 +395,15 @@ mod tests {
     fn file_bytes(key: &Key, sections: &[(Compressed, Vec<u8>)]) -> Vec<u8> {
         let refs: Vec<(Compressed, &[u8])> = sections.iter().map(|(c, b)| (*c, &b[..])).collect();
         let (header, entries) = layout(key, &refs);
-        let mut w = Signed { out: Vec::new(), crc: crc32fast::Hasher::new(), at: 0 };
+        let mut out = Vec::new();
+        let mut w = Signed::new(&mut out);
         w.put(&header).unwrap();
         for (e, (_, b)) in entries.iter().zip(&refs) {
             w.pad_to(e.offset).unwrap();
             w.put(b).unwrap();
         }
-        let crc = w.crc.clone().finalize();
-        w.out.extend_from_slice(&crc.to_le_bytes());
-        w.out
+        w.finish().unwrap();
+        out
     }
 
     fn read(bytes: &[u8], key: &Key) -> Result<Vec<Entry>, Rejected> {
