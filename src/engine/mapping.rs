@@ -37,7 +37,7 @@ impl Mapping {
     /// Gives back the pages of `range` (page-aligned start; the end is
     /// rounded up by the kernel): a later read takes them again from the
     /// page cache.
-    fn dont_need(&self, range: std::ops::Range<usize>) {
+    fn give_back(&self, range: std::ops::Range<usize>) {
         if range.start >= range.end || range.end > self.map.len() || !range.start.is_multiple_of(PAGE) {
             return;
         }
@@ -52,7 +52,7 @@ impl Mapping {
 
     /// Gives back every page (see [`perf_data::Backing::release`]).
     pub fn release(&self) {
-        self.dont_need(0..self.map.len());
+        self.give_back(0..self.map.len());
     }
 
 }
@@ -75,6 +75,10 @@ impl Pages for Mapping {
         if let Some(b) = self.map.get(at) {
             std::hint::black_box(*b);
         }
+    }
+
+    fn dont_need(&self, range: std::ops::Range<usize>) {
+        self.give_back(range);
     }
 }
 
@@ -155,7 +159,10 @@ impl perf_data::Backing for MappedInput {
         let done = self.released.load(Ordering::Relaxed);
         let upto = pos.saturating_sub(KEEP_BEHIND).min(self.kept_from.load(Ordering::Relaxed)) & !(RELEASE_STEP - 1);
         if upto >= done + RELEASE_STEP {
-            self.map.dont_need(done..upto);
+            match &self.pager {
+                Some(p) => p.release_below(upto),
+                None => self.map.give_back(done..upto),
+            }
             self.released.store(upto, Ordering::Relaxed);
         }
         if let Some(p) = &self.pager {
@@ -189,7 +196,7 @@ mod tests {
         input.reading_at(data.len());
         assert!(input.released.load(Ordering::Relaxed) > 0, "pages far behind went back");
         assert!(input.bytes() == &data[..], "and read the same");
-        input.map.dont_need(3..data.len() + (1 << 20));
+        input.map.give_back(3..data.len() + (1 << 20));
         input.release();
         assert!(input.bytes() == &data[..]);
         let _ = std::fs::remove_file(path);

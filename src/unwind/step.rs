@@ -17,8 +17,6 @@
 //!    [rbp + 8], rsp = rbp + 16; it fails unless the stack pointer moves
 //!    up). A failure here is the one unwinding error: no caller at all.
 
-use std::rc::Rc;
-
 use super::cfi::{CfaRule, CfiTable, RegRule, Row};
 use super::expr::{self, Machine};
 use super::memory::Memory;
@@ -65,24 +63,30 @@ enum Source {
 /// and the same-value ones can go in one copy. Decoding is a function of
 /// the block's bytes alone; only the module bias, which `DW_OP_addr` adds,
 /// is left for the frame (an object may be reported at two bases).
+///
+/// A plan is kept in the row cache's table itself, its usual few rules
+/// inline: looking a row up and applying it then reads one place in
+/// memory, where a plan behind a pointer, its rules behind another, cost
+/// a cache miss each on a table of thousands of rows (the row lookup was
+/// a tenth of the reading thread's time on the dwarf benchmark).
 pub(crate) struct Plan {
     cfa: CfaPlan,
     /// The frame registers with a same-value rule.
     same: u128,
     /// The other frame registers whose rule can give a value, in register
     /// order.
-    rules: Vec<(u8, RulePlan)>,
-    /// The expressions of `RulePlan::Ops` rules.
-    exprs: Vec<Vec<expr::Op>>,
+    rules: Rules,
+    /// The expressions of `RuleKind::Ops` rules.
+    exprs: Box<[Box<[expr::Op]>]>,
     /// A rule needs the CFA (computed once, before the rules).
     needs_cfa: bool,
-    /// The return-address column (libdw keeps it in an `unsigned`).
-    ra: usize,
     /// The return-address column is a frame register whose rule is
     /// unspecified, undefined or an empty expression: the stack ends.
     ra_undefined: bool,
-    nregs: usize,
     signal_frame: bool,
+    /// The return-address column (libdw keeps it in an `unsigned`).
+    ra: u32,
+    nregs: u32,
 }
 
 /// How the CFA is computed.
@@ -91,7 +95,7 @@ enum CfaPlan {
     /// offset, or nothing if the register is not set.
     RegOffset { reg: u64, offset: u64 },
     /// A CFA expression (decoded without a CFA push).
-    Ops(Vec<expr::Op>),
+    Ops(Box<[expr::Op]>),
     /// No CFA: undefined, invalid, or an expression that does not decode.
     None,
 }
@@ -99,16 +103,53 @@ enum CfaPlan {
 /// How one register of the caller is computed (unspecified, undefined
 /// and empty-expression rules leave it unset, same-value ones are in
 /// [`Plan::same`]).
-enum RulePlan {
-    Offset(u64),
-    ValOffset(u64),
-    Register(u64),
+#[derive(Clone, Copy)]
+enum RuleKind {
+    Offset,
+    ValOffset,
+    Register,
     /// A register or value rule's expression, decoded (CFA push first,
-    /// `DW_OP_stack_value` last for a value rule): its index in
+    /// `DW_OP_stack_value` last for a value rule): `value` is its index in
     /// [`Plan::exprs`].
-    Ops(u32),
+    Ops,
     /// An expression that cannot be read or decoded: unset.
     Fail,
+}
+
+/// One frame register's rule: 16 bytes.
+#[derive(Clone, Copy)]
+struct Rule {
+    reg: u8,
+    kind: RuleKind,
+    value: u64,
+}
+
+/// Rules that fit (x86_64 rows rarely save more than a few registers)
+/// are kept inline.
+const INLINE_RULES: usize = 4;
+
+enum Rules {
+    Inline { len: u8, rules: [Rule; INLINE_RULES] },
+    Heap(Box<[Rule]>),
+}
+
+impl Rules {
+    fn new(all: &[Rule]) -> Rules {
+        if all.len() <= INLINE_RULES {
+            let mut rules = [Rule { reg: 0, kind: RuleKind::Fail, value: 0 }; INLINE_RULES];
+            rules[..all.len()].copy_from_slice(all);
+            Rules::Inline { len: all.len() as u8, rules }
+        } else {
+            Rules::Heap(all.into())
+        }
+    }
+
+    fn as_slice(&self) -> &[Rule] {
+        match self {
+            Rules::Inline { len, rules } => &rules[..*len as usize],
+            Rules::Heap(rules) => rules,
+        }
+    }
 }
 
 impl Plan {
@@ -119,44 +160,58 @@ impl Plan {
             CfaRule::Expr { pos, len } => table
                 .block(pos, len)
                 .and_then(|block| expr::decode(block, le, false, false).ok())
-                .map_or(CfaPlan::None, CfaPlan::Ops),
+                .map_or(CfaPlan::None, |ops| CfaPlan::Ops(ops.into())),
             CfaRule::Undefined | CfaRule::Invalid => CfaPlan::None,
         };
         let nregs = arch.frame_nregs();
-        let ra = row.ra_reg as u32 as usize;
-        let (mut same, mut rules, mut exprs, mut ra_undefined) = (0u128, Vec::new(), Vec::new(), false);
+        let ra = row.ra_reg as u32;
+        let (mut same, mut rules, mut exprs, mut ra_undefined) = (0u128, Vec::new(), Vec::<Box<[expr::Op]>>::new(), false);
         for regno in 0..nregs {
+            let rule = |kind, value| Some((kind, value));
             let plan = match row.regs.get(regno).copied().unwrap_or(RegRule::Unspecified) {
                 RegRule::Unspecified | RegRule::Undefined => None,
                 RegRule::SameValue => {
                     same |= 1 << regno;
                     continue;
                 }
-                RegRule::Offset(n) => Some(RulePlan::Offset(n)),
-                RegRule::ValOffset(n) => Some(RulePlan::ValOffset(n)),
-                RegRule::Register(r) => Some(RulePlan::Register(r)),
-                rule @ (RegRule::Expression(pos) | RegRule::ValExpression(pos)) => {
-                    let value = matches!(rule, RegRule::ValExpression(_));
+                RegRule::Offset(n) => rule(RuleKind::Offset, n),
+                RegRule::ValOffset(n) => rule(RuleKind::ValOffset, n),
+                RegRule::Register(r) => rule(RuleKind::Register, r),
+                r @ (RegRule::Expression(pos) | RegRule::ValExpression(pos)) => {
+                    let value = matches!(r, RegRule::ValExpression(_));
                     match table.rule_block(pos) {
                         // An empty expression reads as "undefined" in libdw.
                         Some([]) => None,
-                        Some(block) => Some(expr::decode(block, le, true, value).map_or(RulePlan::Fail, |ops| {
-                            exprs.push(ops);
-                            RulePlan::Ops(exprs.len() as u32 - 1)
-                        })),
-                        None => Some(RulePlan::Fail),
+                        Some(block) => match expr::decode(block, le, true, value) {
+                            Ok(ops) => {
+                                exprs.push(ops.into());
+                                rule(RuleKind::Ops, exprs.len() as u64 - 1)
+                            }
+                            Err(_) => rule(RuleKind::Fail, 0),
+                        },
+                        None => rule(RuleKind::Fail, 0),
                     }
                 }
             };
             match plan {
                 // (frame_nregs is below 128: see regs::MAX_DWARF_REGS.)
-                Some(p) => rules.push((regno as u8, p)),
-                None if regno == ra => ra_undefined = true,
+                Some((kind, value)) => rules.push(Rule { reg: regno as u8, kind, value }),
+                None if regno == ra as usize => ra_undefined = true,
                 None => {}
             }
         }
-        let needs_cfa = rules.iter().any(|(_, r)| !matches!(r, RulePlan::Register(_) | RulePlan::Fail));
-        Plan { cfa, same, rules, exprs, needs_cfa, ra, ra_undefined, nregs, signal_frame: row.signal_frame }
+        let needs_cfa = rules.iter().any(|r| !matches!(r.kind, RuleKind::Register | RuleKind::Fail));
+        Plan {
+            cfa,
+            same,
+            rules: Rules::new(&rules),
+            exprs: exprs.into(),
+            needs_cfa,
+            ra_undefined,
+            signal_frame: row.signal_frame,
+            ra,
+            nregs: nregs as u32,
+        }
     }
 }
 
@@ -165,7 +220,7 @@ impl Plan {
 /// addresses come up in sample after sample.
 #[derive(Default)]
 pub(crate) struct RowCache {
-    rows: FastMap<(u64, Source, u64), Option<Rc<Plan>>>,
+    rows: FastMap<(u64, Source, u64), Option<Plan>>,
 }
 
 /// Forget everything past this many rows (a bound for garbage addresses
@@ -173,16 +228,12 @@ pub(crate) struct RowCache {
 const MAX_CACHED_ROWS: usize = 1 << 17;
 
 impl RowCache {
-    fn get(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64) -> Option<Rc<Plan>> {
-        if let Some(r) = self.rows.get(&(object, source, addr)) {
-            return r.clone();
-        }
-        if self.rows.len() >= MAX_CACHED_ROWS {
+    fn get(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64) -> Option<&Plan> {
+        let key = (object, source, addr);
+        if !self.rows.contains_key(&key) && self.rows.len() >= MAX_CACHED_ROWS {
             self.rows.clear();
         }
-        let plan = table.row(arch, addr).ok().map(|row| Rc::new(Plan::new(arch, &row, table)));
-        self.rows.insert((object, source, addr), plan.clone());
-        plan
+        self.rows.entry(key).or_insert_with(|| table.row(arch, addr).ok().map(|row| Plan::new(arch, &row, table))).as_ref()
     }
 
     #[cfg(test)]
@@ -211,13 +262,13 @@ pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache
         if let Some(eh) = &object.eh
             && let Some(plan) = rows.get(ctx.arch, object.id(), Source::Eh, eh, pc.wrapping_sub(module.bias))
         {
-            apply(ctx, state, &plan, module.bias, caller);
+            apply(ctx, state, plan, module.bias, caller);
             return true;
         }
         if let (Some((debug, _)), Some(bias)) = (&object.debug, object.debug_bias(module.bias))
             && let Some(plan) = rows.get(ctx.arch, object.id(), Source::Debug, debug, pc.wrapping_sub(bias))
         {
-            apply(ctx, state, &plan, bias, caller);
+            apply(ctx, state, plan, bias, caller);
             return true;
         }
     }
@@ -226,7 +277,7 @@ pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache
 
 /// `handle_cfi` once the row is known: the caller's registers.
 fn apply(ctx: &Ctx<'_>, state: &FrameState, plan: &Plan, bias: u64, unwound: &mut FrameState) {
-    unwound.regs.clear(plan.nregs);
+    unwound.regs.clear(plan.nregs as usize);
     unwound.pc = 0;
     unwound.pc_state = if plan.ra_undefined { PcState::Undefined } else { PcState::Error };
     unwound.initial = false;
@@ -245,19 +296,20 @@ fn apply(ctx: &Ctx<'_>, state: &FrameState, plan: &Plan, bias: u64, unwound: &mu
         };
     }
     let cfa = eval.cfa;
-    for &(regno, ref rule) in &plan.rules {
-        let val = match *rule {
-            RulePlan::Offset(n) => cfa.and_then(|c| ctx.mem.read(c.wrapping_add(n))),
-            RulePlan::ValOffset(n) => cfa.map(|c| c.wrapping_add(n)),
-            RulePlan::Register(r) => state.regs.get(r),
-            RulePlan::Ops(i) => expr::eval(&plan.exprs[i as usize], &eval, bias).ok(),
-            RulePlan::Fail => None,
+    for rule in plan.rules.as_slice() {
+        let n = rule.value;
+        let val = match rule.kind {
+            RuleKind::Offset => cfa.and_then(|c| ctx.mem.read(c.wrapping_add(n))),
+            RuleKind::ValOffset => cfa.map(|c| c.wrapping_add(n)),
+            RuleKind::Register => state.regs.get(n),
+            RuleKind::Ops => plan.exprs.get(n as usize).and_then(|ops| expr::eval(ops, &eval, bias).ok()),
+            RuleKind::Fail => None,
         };
         if let Some(v) = val {
-            unwound.regs.set(regno as usize, v);
+            unwound.regs.set(rule.reg as usize, v);
         }
     }
-    let ra = plan.ra;
+    let (ra, nregs) = (plan.ra as usize, plan.nregs as usize);
     if unwound.pc_state == PcState::Error {
         match unwound.regs.get(ra as u64) {
             Some(0) => unwound.pc_state = PcState::Undefined,
@@ -265,7 +317,7 @@ fn apply(ctx: &Ctx<'_>, state: &FrameState, plan: &Plan, bias: u64, unwound: &mu
                 unwound.pc = pc;
                 unwound.pc_state = PcState::Set;
             }
-            None if ra < plan.nregs => unwound.pc_state = PcState::Undefined,
+            None if ra < nregs => unwound.pc_state = PcState::Undefined,
             None => {}
         }
     }
