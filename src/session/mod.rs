@@ -1084,8 +1084,8 @@ fn deliver_one(tool: &mut dyn Tool, cx: &mut Context<'_>, unwinder: Option<&mut 
     let mut lbr_user = Vec::new();
     let callchain = match (callchain, unwinder) {
         (Some(Callchain::Recorded(recorded)), Some(u)) if UserUnwinder::applies(attr.sample_type) => {
-            let arch = cx.features.string(feat::ARCH);
-            let user = u.unwind(cx.machine, s, cx.endian, arch.as_deref());
+            let features = cx.features;
+            let user = u.unwind(cx.machine, s, cx.endian, || features.string(feat::ARCH));
             Some(Callchain::Split { recorded, user, lbr: false })
         }
         (Some(Callchain::Recorded(chain)), _)

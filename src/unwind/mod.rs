@@ -256,7 +256,8 @@ impl Unwinder {
                 ok && caller.pc_state == PcState::Set && caller.signal
             };
             let ip = if activation { pc } else { pc.wrapping_sub(1) };
-            if space.report(process, ip).is_err() {
+            let reported = if activation { space.report(process, pc) } else { space.report_below(process, pc) };
+            if reported.is_err() {
                 break Stop::FrameNotReported;
             }
             if ip != 0 {

@@ -82,8 +82,19 @@ pub struct ModuleSpace {
     version: u64,
     /// Reports answered at the maps' epoch `memo_epoch` and this version
     /// of the modules, by address: the answer, and what the report met.
-    memo: FastMap<u64, (Result<(), ()>, Option<Met>)>,
+    /// Slot 0 of an address holds the report at it, slot 1 the report at
+    /// the address below (a return address's lookup address: asked for
+    /// right after the return address itself, so found in the same
+    /// place in memory).
+    memo: FastMap<u64, [Option<Remembered>; 2]>,
     memo_epoch: Option<u64>,
+}
+
+/// A report's answer and the map it met.
+#[derive(Debug, Clone)]
+struct Remembered {
+    answer: Result<(), ()>,
+    met: Option<Met>,
 }
 
 /// Remembered reports kept before all are forgotten (a bound for garbage
@@ -121,17 +132,29 @@ impl ModuleSpace {
     /// met) without looking anything up — in a recording the same return
     /// addresses come back sample after sample.
     pub(crate) fn report(&mut self, process: &dyn Process, addr: u64) -> Result<(), ()> {
+        self.report_memo(process, addr, 0)
+    }
+
+    /// [`ModuleSpace::report`] at `pc - 1`, the address a frame whose `pc`
+    /// is a return address is printed and looked up at.
+    pub(crate) fn report_below(&mut self, process: &dyn Process, pc: u64) -> Result<(), ()> {
+        self.report_memo(process, pc, 1)
+    }
+
+    /// The report at `key - slot`, remembered in `key`'s slot.
+    fn report_memo(&mut self, process: &dyn Process, key: u64, slot: usize) -> Result<(), ()> {
         let epoch = process.epoch();
         if self.memo_epoch != Some(epoch) {
             self.memo.clear();
             self.memo_epoch = Some(epoch);
         }
-        if let Some((answer, met)) = self.memo.get(&addr) {
-            if let Some(met) = met {
+        if let Some(Some(r)) = self.memo.get(&key).map(|slots| &slots[slot]) {
+            if let Some(met) = &r.met {
                 process.met(met);
             }
-            return *answer;
+            return r.answer;
         }
+        let addr = key.wrapping_sub(slot as u64);
         let version = self.version;
         let map = process.find_map(addr);
         let met = map.as_ref().and_then(Met::of);
@@ -145,10 +168,10 @@ impl ModuleSpace {
         if self.version != version {
             self.memo.clear();
         } else {
-            if self.memo.len() >= MAX_MEMO {
+            if self.memo.len() >= MAX_MEMO && !self.memo.contains_key(&key) {
                 self.memo.clear();
             }
-            self.memo.insert(addr, (answer, met));
+            self.memo.entry(key).or_default()[slot] = Some(Remembered { answer, met });
         }
         answer
     }
@@ -418,7 +441,18 @@ mod tests {
         assert_eq!(space.report(&p, 0x2800), Err(()));
         // (The test object has no CFI: each report of its map met that.)
         let (anon, no_cfi) = (Met::NoObject("//anon".as_bytes().into()), Met::NoCfi("/bin/prog".as_bytes().into()));
-        assert_eq!(*p.met.borrow(), [anon.clone(), anon.clone(), no_cfi.clone(), no_cfi.clone(), no_cfi, anon]);
+        assert_eq!(*p.met.borrow(), [anon.clone(), anon.clone(), no_cfi.clone(), no_cfi.clone(), no_cfi, anon.clone()]);
+        // The report below an address is the report at the address below,
+        // remembered beside the address itself: an anonymous map's first
+        // byte reports in it, the byte below (no map) reports fine.
+        p.met.borrow_mut().clear();
+        assert_eq!(space.report(&p, 0x2000), Err(()));
+        assert_eq!(space.report_below(&p, 0x2000), Ok(()));
+        assert_eq!(space.report_below(&p, 0x2801), Err(()));
+        assert_eq!(space.report_below(&p, 0x2801), Err(()));
+        assert!(space.memo.contains_key(&0x2801) && !space.memo.contains_key(&0x1fff));
+        assert_eq!(space.memo[&0x2000].iter().filter(|s| s.is_some()).count(), 2);
+        assert_eq!(*p.met.borrow(), [anon.clone(), anon.clone(), anon]);
     }
 
     #[test]

@@ -202,8 +202,8 @@ impl UserUnwinder {
     /// The user frames of sample `s` (of an event [`UserUnwinder::applies`]
     /// to), leaf first, as perf appends them to the callchain: each the
     /// address perf prints and symbolizes. `arch`: the recording's `ARCH`
-    /// feature, if known.
-    pub(crate) fn unwind(&mut self, machine: &Machine, s: &PerfSample<'_>, endian: Endian, arch: Option<&str>) -> &[u64] {
+    /// feature, if known (asked for once).
+    pub(crate) fn unwind(&mut self, machine: &Machine, s: &PerfSample<'_>, endian: Endian, arch: impl FnOnce() -> Option<String>) -> &[u64] {
         self.frames.clear();
         let (Some(regs), Some(stack)) = (s.user_regs, s.user_stack) else { return &self.frames };
         if self.styles.libunwind && self.said.is_none() {
@@ -223,7 +223,7 @@ impl UserUnwinder {
         }
         if !self.arch_known {
             self.arch_known = true;
-            self.unwinder = arch_of(arch).map(Unwinder::new);
+            self.unwinder = arch_of(arch().as_deref()).map(Unwinder::new);
         }
         let Some(unwinder) = self.unwinder.as_mut() else {
             self.stats.unsupported += 1;
