@@ -128,7 +128,11 @@ fn page_in(shared: &Shared, map: &impl Pages, mut done: usize) {
             std::thread::park();
             continue;
         }
-        let upto = want.min(done + STEP);
+        // Page-aligned steps: MADV_POPULATE_READ refuses (EINVAL) a start
+        // that is not, and the reading position `want` follows is any
+        // record's offset. (Unaligned, every call after the first window
+        // failed and the pages were touched one by one instead.)
+        let upto = (want.min(done + STEP).saturating_add(PAGE - 1) & !(PAGE - 1)).min(len);
         // MADV_POPULATE_READ only faults the pages in; reading a byte of
         // each does the same where the kernel does not know the advice
         // (EINVAL). Any other failure (a file cut short meanwhile) ends the
@@ -176,6 +180,48 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
             what()
         })
+    }
+
+    /// Records the ranges asked for, refusing unaligned starts as the
+    /// kernel does.
+    struct Ranges {
+        len: usize,
+        asked: std::sync::Mutex<Vec<std::ops::Range<usize>>>,
+        touched: AtomicUsize,
+    }
+
+    impl Pages for Ranges {
+        fn len(&self) -> usize {
+            self.len
+        }
+        fn populate(&self, range: std::ops::Range<usize>) -> bool {
+            self.asked.lock().expect("lock").push(range.clone());
+            range.start.is_multiple_of(PAGE)
+        }
+        fn touch(&self, _at: usize) {
+            self.touched.fetch_add(1, Ordering::Relaxed);
+        }
+        fn dont_need(&self, _range: std::ops::Range<usize>) {}
+    }
+
+    /// Reading positions are record offsets, not page boundaries: the
+    /// pager still asks for whole pages, end to end, and never falls back
+    /// to touching them.
+    #[test]
+    fn unaligned_reading_positions_populate_whole_pages() {
+        let len = 3 * WINDOW + 1234;
+        let map = Arc::new(Ranges { len, asked: Default::default(), touched: AtomicUsize::new(0) });
+        let pager = Pager::start(map.clone(), 8).expect("pager");
+        for pos in [WINDOW / 2 + 8, WINDOW + 4104, 2 * WINDOW + 777, len] {
+            pager.at(pos);
+            assert!(settle(|| map.asked.lock().expect("lock").last().is_some_and(|r| r.end >= (pos + WINDOW).min(len))));
+        }
+        drop(pager);
+        let asked = map.asked.lock().expect("lock");
+        assert!(asked.iter().all(|r| r.start.is_multiple_of(PAGE)), "{asked:?}");
+        assert!(asked.windows(2).all(|w| w[0].end == w[1].start), "{asked:?}");
+        assert_eq!((asked[0].start, asked[asked.len() - 1].end), (0, len));
+        assert_eq!(map.touched.load(Ordering::Relaxed), 0);
     }
 
     /// The pager maps the window ahead of the reading position, follows
