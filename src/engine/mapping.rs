@@ -9,8 +9,9 @@
 //!
 //! [`MappedInput`] is the input perf.data as the record reader sees it
 //! (a [`perf_data::Backing`]): it keeps the pages around the reading
-//! position and gives back those far behind, and in threaded mode has a
-//! pager thread map the ones ahead (see [`super::pager`]).
+//! position and gives back those far behind; in threaded mode a pager
+//! thread maps the ones ahead and does the giving back (see
+//! [`super::pager`]).
 
 use std::fs::File;
 use std::sync::Arc;
