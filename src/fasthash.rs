@@ -9,6 +9,16 @@
 /// A `HashMap` with a fast, seeded hasher.
 pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
 
+/// Before `key` goes into a memo bounded to `max` entries: forgets every
+/// entry if the memo is full and `key` is not among them (the bound for
+/// keys a damaged recording can make up). The size is looked at first:
+/// on the usual call, a memo below its bound, that costs no lookup.
+pub fn make_room<K: std::hash::Hash + Eq, V>(map: &mut FastMap<K, V>, key: &K, max: usize) {
+    if map.len() >= max && !map.contains_key(key) {
+        map.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +70,18 @@ mod tests {
             m.insert(i << 45, i);
         }
         assert!((0..10_000).all(|i| m[&(i << 45)] == i));
+    }
+
+    /// A full memo keeps its entries for a key it holds, and forgets them
+    /// all for a new one; below the bound nothing goes.
+    #[test]
+    fn make_room_forgets_only_for_a_new_key_when_full() {
+        let mut m: FastMap<u64, u64> = (0..4).map(|i| (i, i)).collect();
+        make_room(&mut m, &9, 5);
+        assert_eq!(m.len(), 4);
+        make_room(&mut m, &2, 4);
+        assert_eq!(m.len(), 4);
+        make_room(&mut m, &9, 4);
+        assert!(m.is_empty());
     }
 }

@@ -111,6 +111,15 @@ pub fn refs(text: &[u8]) -> Vec<(String, Option<u64>)> {
     REFS.iter().map(|&name| (name.to_string(), function_start(text, name))).collect()
 }
 
+/// Whether a table whose reference symbols are at `refs` fits a
+/// recording whose reference symbol is `ref_reloc` (none: any table).
+pub fn fits(refs: &[(String, Option<u64>)], ref_reloc: Option<(&str, u64)>) -> bool {
+    match ref_reloc {
+        None => true,
+        Some((name, addr)) => refs.iter().any(|(n, a)| n == name && *a == Some(addr)),
+    }
+}
+
 /// The cache file.
 #[derive(Debug, Clone)]
 pub struct Place {
@@ -164,11 +173,7 @@ impl Place {
         let len = file.metadata().map_err(Rejected::Io)?.len();
         let head = read_checked_up_to(&file, len, MAX_FILE, ARRAYS as usize)?;
         let header = parse_header(&head).ok_or(Rejected::Header)?;
-        let fits = match ref_reloc {
-            None => true,
-            Some((name, addr)) => header.refs.iter().any(|(n, a)| n == name && *a == Some(addr)),
-        };
-        if header.live != *live || !fits {
+        if header.live != *live || !fits(&header.refs, ref_reloc) {
             return Err(Rejected::Stale);
         }
         let places = header.places(len).ok_or(Rejected::Header)?;

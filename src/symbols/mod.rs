@@ -458,12 +458,13 @@ impl Symbolizer {
         let kernel = (0..dsos.len() as u32).map(|i| dsos.get(i)).find(|d| d.kind == DsoKind::Kernel);
         let bid = kernel.and_then(|d| d.build_id.clone().or_else(|| self.build_ids.get(&*d.name).cloned()));
         let rr = kernel.and_then(|d| d.ref_reloc.clone());
+        let ref_reloc = rr.as_ref().map(|(n, a)| (&**n, *a));
         let path = self.kallsyms_path(bid.as_deref());
         let modules = (0..dsos.len() as u32).any(|i| dsos.get(i).kind == DsoKind::KernelModule);
         let cache = path.as_deref().and_then(|p| self.kallsyms_cache(p));
         if !modules
             && let Some((place, live)) = &cache
-            && let Some(table) = place.open(live, rr.as_ref().map(|(n, a)| (&**n, *a)))
+            && let Some(table) = place.open(live, ref_reloc)
         {
             let k = Some(Rc::new(kallsyms::Kallsyms { kernel: table, modules: Default::default() }));
             self.kallsyms = Some(k.clone());
@@ -493,11 +494,8 @@ impl Symbolizer {
                 parser.parse(&data, true);
                 // Stored only when the table needs no relocation (see
                 // `ksyms_cache`).
-                refs = cache.as_ref().map(|_| ksyms_cache::refs(&data)).filter(|refs| match &rr {
-                    None => true,
-                    Some((name, addr)) => refs.iter().any(|(n, a)| **n == **name && *a == Some(*addr)),
-                });
-                kallsyms::load_parsed(data, &mut parser, rr.as_ref().map(|(n, a)| (&**n, *a)))
+                refs = cache.as_ref().map(|_| ksyms_cache::refs(&data)).filter(|refs| ksyms_cache::fits(refs, ref_reloc));
+                kallsyms::load_parsed(data, &mut parser, ref_reloc)
             })
             .map(Rc::new);
         if let (Some((place, live)), Some(refs), Some(k)) = (&cache, &refs, &k) {

@@ -43,7 +43,7 @@ use std::rc::Rc;
 
 use super::object::Object;
 use super::{MapRef, Met, Process};
-use crate::fasthash::FastMap;
+use crate::fasthash::{FastMap, make_room};
 
 /// A module as libdw keeps it.
 #[derive(Debug, Clone)]
@@ -168,9 +168,7 @@ impl ModuleSpace {
         if self.version != version {
             self.memo.clear();
         } else {
-            if self.memo.len() >= MAX_MEMO && !self.memo.contains_key(&key) {
-                self.memo.clear();
-            }
+            make_room(&mut self.memo, &key, MAX_MEMO);
             self.memo.entry(key).or_default()[slot] = Some(Remembered { answer, met });
         }
         answer

@@ -22,7 +22,7 @@ use super::expr::{self, Machine};
 use super::memory::Memory;
 use super::modules::ModuleSpace;
 use super::regs::{Arch, RegFile};
-use crate::fasthash::FastMap;
+use crate::fasthash::{FastMap, make_room};
 
 /// libdw's `pc_state` of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,9 +230,7 @@ const MAX_CACHED_ROWS: usize = 1 << 17;
 impl RowCache {
     fn get(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64) -> Option<&Plan> {
         let key = (object, source, addr);
-        if !self.rows.contains_key(&key) && self.rows.len() >= MAX_CACHED_ROWS {
-            self.rows.clear();
-        }
+        make_room(&mut self.rows, &key, MAX_CACHED_ROWS);
         self.rows.entry(key).or_insert_with(|| table.row(arch, addr).ok().map(|row| Plan::new(arch, &row, table))).as_ref()
     }
 
