@@ -1226,14 +1226,20 @@ impl Dwarf {
     }
 
     /// The line table of unit `ui` (built now for a unit decoded from a
-    /// summary); false if it has none.
-    fn lines_of(&mut self, ui: usize) -> bool {
+    /// summary); false if it has none. Its rows are kept if a lookup of
+    /// `at` can land in them: that lookup comes next, and would otherwise
+    /// run the same program again for the rows.
+    fn lines_of(&mut self, ui: usize, at: Option<u64>) -> bool {
         let u = &self.units[ui];
-        if u.decoded.is_some() || u.lazy.is_none() {
+        let Some(lazy) = u.lazy.as_ref().filter(|_| u.decoded.is_none()) else {
             return u.decoded.is_some();
-        }
+        };
+        let keep = match at {
+            Some(addr) if lazy.may_hold.iter().any(|&(l, h)| addr >= l && addr < h) => Rows::Keep,
+            _ => Rows::Skip,
+        };
         self.load_sections();
-        match self.decode_lines(ui, Rows::Skip) {
+        match self.decode_lines(ui, keep) {
             Some(lines) => {
                 self.units[ui].decoded = Some(Box::new(Decoded { lines, funcs: Vec::new(), vars: Vec::new(), lookup: None }));
                 self.fresh.push(ui as u32);
@@ -1247,12 +1253,13 @@ impl Dwarf {
     /// summary: the scan of its DIEs finds what it found when the summary
     /// was made (the same bytes; the units it refers to were read and
     /// decoded by [`Dwarf::replay_summary`], so it reads and decodes
-    /// nothing more and changes no other state than the memos).
-    fn tables_of(&mut self, ui: usize) -> bool {
+    /// nothing more and changes no other state than the memos); for a
+    /// lookup of `at`, if any (see [`Dwarf::lines_of`]).
+    fn tables_of(&mut self, ui: usize, at: Option<u64>) -> bool {
         if self.units[ui].lazy.is_none() {
             return self.units[ui].decoded.is_some();
         }
-        let lines = self.lines_of(ui);
+        let lines = self.lines_of(ui, at);
         self.units[ui].lazy = None;
         if !lines {
             return false;
@@ -1626,7 +1633,7 @@ impl Dwarf {
                 let ok = self.maybe_decode(ui as usize);
                 self.abstract_trail = trail;
                 self.abstract_cut = cut;
-                if !ok || !self.lines_of(ui as usize) {
+                if !ok || !self.lines_of(ui as usize, None) {
                     return false;
                 }
                 if let Some(v) = v {
@@ -1857,7 +1864,7 @@ impl Dwarf {
     /// static variable at `addr` whose name is part of `sym_name`.
     pub fn lookup_variable(&mut self, ui: usize, addr: u64, sym_name: &str) -> Option<(Option<Arc<str>>, u32)> {
         if let Some(lazy) = &self.units[ui].lazy
-            && (!lazy.has_vars || !self.tables_of(ui))
+            && (!lazy.has_vars || !self.tables_of(ui, None))
         {
             return None;
         }
@@ -1879,7 +1886,7 @@ impl Dwarf {
         if self.units[ui].func_span.is_none_or(|(l, h)| addr < l || addr >= h) {
             return None;
         }
-        if !self.tables_of(ui) {
+        if !self.tables_of(ui, Some(addr)) {
             return None;
         }
         let d = self.units[ui].decoded.as_mut()?;
@@ -1951,7 +1958,7 @@ impl Dwarf {
     /// (see [`Rows`]).
     pub fn lookup_line(&mut self, ui: usize, addr: u64) -> Option<LineHit> {
         if let Some(lazy) = &self.units[ui].lazy
-            && (!lazy.may_hold.iter().any(|&(l, h)| addr >= l && addr < h) || !self.lines_of(ui))
+            && (!lazy.may_hold.iter().any(|&(l, h)| addr >= l && addr < h) || !self.lines_of(ui, Some(addr)))
         {
             return None;
         }
