@@ -77,7 +77,12 @@ pub struct Maps {
     index: OnceCell<Index>,
     /// Lookups in the tree since the last change.
     lookups: Cell<u32>,
+    /// See [`Maps::stamp`].
+    stamp: u64,
 }
+
+/// The last stamp given to a change of any set of maps in this process.
+static STAMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 #[derive(Debug, Clone, Default)]
 struct Index {
@@ -128,10 +133,22 @@ impl Maps {
         if m.contains(addr) { Ok(m) } else { Err((m.end, above)) }
     }
 
+    /// Which change made these maps: every change gives a set of maps a
+    /// stamp no other change in this process had, and a copy keeps it. So
+    /// two sets with the same stamp hold the same maps, and a lookup
+    /// remembered at one stamp holds as long as the stamp does (an empty
+    /// set never changed has stamp 0). State kept per address space can
+    /// follow its own process's maps this way, where the machine's epoch
+    /// moves with every other process's mmap too.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+
     /// Forgets the arrays after a change.
     fn changed(&mut self) {
         self.index.take();
         self.lookups.set(0);
+        self.stamp = STAMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
     }
 
     /// Inserts `map`, trimming or splitting the maps it overlaps.

@@ -520,6 +520,45 @@ mod tests {
         moved(&m, "kernel map resized", true);
     }
 
+    /// A process's maps keep their stamp through everything but a change
+    /// of their own: other processes' mmaps, forks and exits move the
+    /// epoch, not the stamp. A forked child shares its parent's maps and
+    /// stamp until one of them maps something, and then both stamps
+    /// differ from every stamp before.
+    #[test]
+    fn maps_stamps_follow_their_own_changes() {
+        let mut m = Machine::new();
+        let mmap = |m: &mut Machine, pid: i32, start: u64| {
+            let mm = MmapRecord { pid, tid: pid, start, len: 0x1000, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
+            m.process_mmap(&mm, perf_data::record::kind::MMAP2, misc::USER);
+        };
+        let stamp = |m: &Machine, tid: i32| m.thread(tid).expect("known").maps().stamp();
+        m.findnew_thread(10, 10);
+        assert_eq!(stamp(&m, 10), 0, "empty maps never changed");
+        mmap(&mut m, 10, 0x1000);
+        let first = stamp(&m, 10);
+        assert_ne!(first, 0);
+        m.findnew_thread(20, 20);
+        mmap(&mut m, 20, 0x1000);
+        m.findnew_thread(10, 11);
+        m.process_exit(&task(20, 20, 20, 20));
+        assert_eq!(stamp(&m, 10), first, "other processes' changes");
+        assert_eq!(stamp(&m, 11), first, "a thread of the process");
+        m.process_fork(&task(30, 10, 30, 10), 0);
+        assert_eq!(stamp(&m, 30), first, "a child shares its parent's maps");
+        mmap(&mut m, 30, 0x3000);
+        let child = stamp(&m, 30);
+        assert_eq!(stamp(&m, 10), first, "the child's change is its own");
+        mmap(&mut m, 10, 0x5000);
+        let parent = stamp(&m, 10);
+        let seen = [0, first, child];
+        assert!(!seen.contains(&parent) && child != first, "every change a new stamp");
+        // A map that maps nothing changes nothing.
+        let empty = MmapRecord { pid: 10, tid: 10, start: 0x9000, len: 0, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: b"/bin/x" };
+        m.process_mmap(&empty, perf_data::record::kind::MMAP2, misc::USER);
+        assert_eq!(stamp(&m, 10), parent);
+    }
+
     #[test]
     fn unknown_threads_print_tid() {
         let mut m = Machine::new();

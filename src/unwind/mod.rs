@@ -66,8 +66,8 @@ pub trait Process {
 
     /// The version of the maps: as long as it stays the same, `find_map`
     /// gives the same answer for every address, so the modules' answers
-    /// for an address are remembered until it changes (the machine's
-    /// epoch).
+    /// for an address are remembered until it changes (the stamp of the
+    /// process's maps, [`crate::machine::Maps::stamp`]).
     fn epoch(&self) -> u64;
 
     /// Told of every map without an object file, or whose object has no

@@ -241,7 +241,7 @@ impl UserUnwinder {
             dsos: &machine.dsos,
             files: &self.files,
             little_endian,
-            epoch: machine.epoch(),
+            epoch: maps.stamp(),
             no_object: RefCell::new(None),
             no_cfi: RefCell::new(None),
         };
@@ -301,7 +301,7 @@ struct View<'a> {
     files: &'a RefCell<Files>,
     /// Byte order of the recorded machine (of its files too).
     little_endian: bool,
-    /// The machine's epoch: the maps are the same as long as it is.
+    /// The maps' stamp: they are the same as long as it is.
     epoch: u64,
     /// The last DSO met without an object file, and without CFI.
     no_object: RefCell<Option<Rc<[u8]>>>,
