@@ -403,3 +403,59 @@ impl Files {
         self.entry(id, dsos).data.clone().flatten()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perf_data::bytes::{Endian, U64Array};
+    use perf_data::record::{MmapRecord, kind, misc};
+
+    const BIN: &str = "/tmp/pstitch-fixtures/bin/dwarfwork";
+
+    /// A sample of thread 10 at `ip` (registers bp, sp and ip; a stack copy
+    /// of zeros).
+    fn unwind_at(u: &mut UserUnwinder, m: &Machine, ip: u64, regs: &mut Vec<u8>, stack: &[u8]) -> Vec<u64> {
+        regs.clear();
+        for v in [0u64, 0x7ff0_0000, ip] {
+            regs.extend_from_slice(&v.to_le_bytes());
+        }
+        let values = U64Array::new(regs, Endian::Little);
+        let s = PerfSample {
+            pid: 10,
+            tid: 10,
+            user_regs: Some(perf_data::sample::Regs { abi: super::super::abi::ABI_64, mask: 0b1_1100_0000, values }),
+            user_stack: Some(stack),
+            ..Default::default()
+        };
+        u.unwind(m, &s, Endian::Little, || Some("x86_64".into())).to_vec()
+    }
+
+    /// What a process's module reports remember holds only while its own
+    /// maps stay the same: an address asked for before a library was mapped
+    /// there is asked again once it is (see `Maps::stamp`).
+    #[test]
+    fn reports_follow_the_process_maps() {
+        let symfs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/symfs");
+        let elf = std::fs::read(format!("{symfs}{BIN}")).expect("fixture binary");
+        let entry = u64::from_le_bytes(elf[0x18..0x20].try_into().expect("e_entry"));
+        let options = UnwindOptions {
+            max_stack: 127,
+            files: SymbolConfig { symfs: Some(symfs.into()), ..Default::default() },
+            styles: UnwindStyles::default(),
+        };
+        let mut u = UserUnwinder::new(&options, Vec::new());
+        let mut m = Machine::new();
+        m.findnew_thread(10, 10);
+        let base = 0x5555_5555_4000u64;
+        let (mut regs, stack) = (Vec::new(), vec![0u8; 64]);
+        assert!(unwind_at(&mut u, &m, base + entry, &mut regs, &stack).is_empty(), "nothing mapped there yet");
+        // Another process's mmap changes nothing for this one.
+        m.findnew_thread(20, 20);
+        let other = MmapRecord { pid: 20, tid: 20, start: base, len: elf.len() as u64, pgoff: 0, prot: 5, flags: 0, build_id: None, filename: BIN.as_bytes() };
+        m.process_mmap(&other, kind::MMAP2, misc::USER);
+        assert!(unwind_at(&mut u, &m, base + entry, &mut regs, &stack).is_empty(), "mapped in another process");
+        let own = MmapRecord { pid: 10, tid: 10, ..other };
+        m.process_mmap(&own, kind::MMAP2, misc::USER);
+        assert_eq!(unwind_at(&mut u, &m, base + entry, &mut regs, &stack).first(), Some(&(base + entry)), "mapped in this process");
+    }
+}
