@@ -407,6 +407,12 @@ struct Lazy {
     has_vars: bool,
 }
 
+impl Lazy {
+    fn may_hold(&self, addr: u64) -> bool {
+        self.may_hold.iter().any(|&(l, h)| addr >= l && addr < h)
+    }
+}
+
 impl Unit {
     fn header(&self) -> UnitHeader {
         UnitHeader {
@@ -1235,7 +1241,7 @@ impl Dwarf {
             return u.decoded.is_some();
         };
         let keep = match at {
-            Some(addr) if lazy.may_hold.iter().any(|&(l, h)| addr >= l && addr < h) => Rows::Keep,
+            Some(addr) if lazy.may_hold(addr) => Rows::Keep,
             _ => Rows::Skip,
         };
         self.load_sections();
@@ -1958,7 +1964,7 @@ impl Dwarf {
     /// (see [`Rows`]).
     pub fn lookup_line(&mut self, ui: usize, addr: u64) -> Option<LineHit> {
         if let Some(lazy) = &self.units[ui].lazy
-            && (!lazy.may_hold.iter().any(|&(l, h)| addr >= l && addr < h) || !self.lines_of(ui, Some(addr)))
+            && (!lazy.may_hold(addr) || !self.lines_of(ui, Some(addr)))
         {
             return None;
         }
