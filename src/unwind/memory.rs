@@ -50,7 +50,7 @@ mod tests {
         fn find_map(&self, _addr: u64) -> Option<MapRef> {
             None
         }
-        fn epoch(&self) -> u64 {
+        fn stamp(&self) -> u64 {
             0
         }
     }
@@ -60,7 +60,7 @@ mod tests {
         fn find_map(&self, _addr: u64) -> Option<MapRef> {
             None
         }
-        fn epoch(&self) -> u64 {
+        fn stamp(&self) -> u64 {
             0
         }
         fn read_file_word(&self, addr: u64) -> Option<u64> {

@@ -68,7 +68,7 @@ pub trait Process {
     /// gives the same answer for every address, so the modules' answers
     /// for an address are remembered until it changes (the stamp of the
     /// process's maps, [`crate::machine::Maps::stamp`]).
-    fn epoch(&self) -> u64;
+    fn stamp(&self) -> u64;
 
     /// Told of every map without an object file, or whose object has no
     /// CFI, that a frame's module report looks at (also when the report's
@@ -168,11 +168,10 @@ pub enum Stop {
     FrameNotReported,
 }
 
-/// The result of one unwind.
+/// The result of one unwind, as the tests look at it.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unwound {
-    /// Leaf first. Frames whose `ip` is 0 are left out, as perf leaves them
-    /// out of the callchain (they still count for `max_stack`).
     pub frames: Vec<Frame>,
     pub stop: Stop,
 }
@@ -183,6 +182,8 @@ pub struct Unwound {
 pub struct Unwinder {
     arch: Arch,
     rows: RowCache,
+    /// The two frames of an unwind (see `unwind_into`).
+    slots: [FrameState; 2],
 }
 
 /// The most frames one unwind produces, whatever `max_stack` says (perf
@@ -191,7 +192,8 @@ pub const MAX_FRAMES: usize = 1 << 16;
 
 impl Unwinder {
     pub fn new(arch: Arch) -> Unwinder {
-        Unwinder { arch, rows: RowCache::default() }
+        let slot = || FrameState { regs: RegFile::empty(arch.frame_nregs()), pc: 0, pc_state: PcState::Undefined, initial: false, signal: false };
+        Unwinder { arch, rows: RowCache::default(), slots: [slot(), slot()] }
     }
 
     /// How many CFI rows are cached.
@@ -200,46 +202,63 @@ impl Unwinder {
         self.rows.len()
     }
 
+    /// [`Unwinder::unwind_into`] into a new vector.
+    #[cfg(test)]
+    pub fn unwind(&mut self, space: &mut ModuleSpace, process: &dyn Process, sample: &Sample<'_>, max_stack: usize) -> Unwound {
+        let mut frames = Vec::new();
+        let stop = self.unwind_into(space, process, sample, max_stack, &mut frames);
+        Unwound { frames, stop }
+    }
+
     /// perf's `unwind__get_entries` (libdw) for one sample of a process
     /// whose modules are in `space`, limited to `max_stack` frames (perf
-    /// script's `--max-stack`, 127 by default).
-    pub fn unwind(&mut self, space: &mut ModuleSpace, process: &dyn Process, sample: &Sample<'_>, max_stack: usize) -> Unwound {
-        let done = |stop| Unwound { frames: Vec::new(), stop };
+    /// script's `--max-stack`, 127 by default): the frames go to `frames`
+    /// (cleared first), leaf first; frames whose `ip` is 0 are left out,
+    /// as perf leaves them out of the callchain (they still count for
+    /// `max_stack`). The caller keeps `frames` from sample to sample: a
+    /// new vector for each sample grew two or three times on a typical
+    /// stack.
+    pub fn unwind_into(&mut self, space: &mut ModuleSpace, process: &dyn Process, sample: &Sample<'_>, max_stack: usize, frames: &mut Vec<Frame>) -> Stop {
+        frames.clear();
         let regs = &sample.regs;
         if regs.abi == abi::NONE || regs.values.is_empty() {
-            return done(Stop::NoUserRegs);
+            return Stop::NoUserRegs;
         }
         if sample.stack.is_empty() {
-            return done(Stop::EmptyStack);
+            return Stop::EmptyStack;
         }
         if regs.abi != abi::ABI_64 {
-            return done(Stop::UnsupportedAbi);
+            return Stop::UnsupportedAbi;
         }
-        let Some(ip) = regs.get(self.arch.perf_ip()) else { return done(Stop::NoUserRegs) };
+        let Some(ip) = regs.get(self.arch.perf_ip()) else { return Stop::NoUserRegs };
         if space.report(process, ip).is_err() {
-            return done(Stop::FirstFrameNotReported);
+            return Stop::FirstFrameNotReported;
         }
         if !space.attach() {
-            return done(Stop::NotAttached);
+            return Stop::NotAttached;
         }
         let mem = Memory::new(sample.stack, regs.get(self.arch.perf_sp()), sample.little_endian, process);
         let mut budget = max_stack.min(MAX_FRAMES);
         if budget == 0 {
-            return done(Stop::MaxStack);
+            return Stop::MaxStack;
         }
         // The frame being unwound and its caller, in two slots that swap
         // roles at each step (a frame's registers are not copied around).
-        let initial = FrameState {
-            regs: RegFile::initial(self.arch, regs),
-            pc: ip,
-            pc_state: PcState::Set,
-            initial: true,
-            signal: false,
-        };
-        let mut slots = [initial.clone(), initial];
+        // The slots are the unwinder's, kept from sample to sample: the
+        // first is set up here, the other is written whole by a step
+        // before anything reads it (a step that fails leaves it alone, and
+        // its caller is never looked at).
+        let Unwinder { arch, rows, slots } = self;
+        let arch = *arch;
+        let first = &mut slots[0];
+        first.regs.set_initial(arch, regs);
+        first.pc = ip;
+        first.pc_state = PcState::Set;
+        first.initial = true;
+        first.signal = false;
         let mut cur = 0;
-        let mut frames = Vec::new();
-        let stop = loop {
+        let ctx = Ctx { arch, mem: &mem };
+        loop {
             let (a, b) = slots.split_at_mut(1);
             let (state, caller) = if cur == 0 { (&a[0], &mut b[0]) } else { (&b[0], &mut a[0]) };
             let pc = state.pc;
@@ -251,7 +270,7 @@ impl Unwinder {
             let activation = if state.initial || state.signal {
                 true
             } else {
-                let ok = self.step(space, &mem, state, caller);
+                let ok = step::unwind(&ctx, space, rows, state, caller);
                 unwound = Some(ok);
                 ok && caller.pc_state == PcState::Set && caller.signal
             };
@@ -271,7 +290,7 @@ impl Unwinder {
             // (the entry above may have reported the module it lacked).
             let ok = match unwound {
                 Some(true) => true,
-                _ => self.step(space, &mem, state, caller),
+                _ => step::unwind(&ctx, space, rows, state, caller),
             };
             match caller.pc_state {
                 _ if !ok => break Stop::NoCaller,
@@ -279,12 +298,6 @@ impl Unwinder {
                 PcState::Undefined => break Stop::End,
                 PcState::Error => break Stop::NoCaller,
             }
-        };
-        Unwound { frames, stop }
-    }
-
-    fn step(&mut self, space: &mut ModuleSpace, mem: &Memory<'_>, state: &FrameState, caller: &mut FrameState) -> bool {
-        let ctx = Ctx { arch: self.arch, mem };
-        step::unwind(&ctx, space, &mut self.rows, state, caller)
+        }
     }
 }

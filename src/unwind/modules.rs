@@ -80,14 +80,14 @@ pub struct ModuleSpace {
     attached: bool,
     /// Changes whenever the module list does (a report that reported).
     version: u64,
-    /// Reports answered at the maps' epoch `memo_epoch` and this version
+    /// Reports answered at the maps' stamp `memo_stamp` and this version
     /// of the modules, by address: the answer, and what the report met.
     /// Slot 0 of an address holds the report at it, slot 1 the report at
     /// the address below (a return address's lookup address: asked for
     /// right after the return address itself, so found in the same
     /// place in memory).
     memo: FastMap<u64, [Option<Remembered>; 2]>,
-    memo_epoch: Option<u64>,
+    memo_stamp: Option<u64>,
 }
 
 /// A report's answer and the map it met.
@@ -125,7 +125,7 @@ impl ModuleSpace {
     /// perf's `__report_module` for a frame at `addr`: `Err` where perf
     /// gives up on the frame.
     ///
-    /// The answer depends on the maps (the same while the process's epoch
+    /// The answer depends on the maps (the same while the process's stamp
     /// is) and on the module list (the same while no report reports a
     /// module): a report that changed neither is remembered, and the
     /// same address asked again gets the same answer (and the same map
@@ -143,10 +143,10 @@ impl ModuleSpace {
 
     /// The report at `key - slot`, remembered in `key`'s slot.
     fn report_memo(&mut self, process: &dyn Process, key: u64, slot: usize) -> Result<(), ()> {
-        let epoch = process.epoch();
-        if self.memo_epoch != Some(epoch) {
+        let stamp = process.stamp();
+        if self.memo_stamp != Some(stamp) {
             self.memo.clear();
-            self.memo_epoch = Some(epoch);
+            self.memo_stamp = Some(stamp);
         }
         if let Some(Some(r)) = self.memo.get(&key).map(|slots| &slots[slot]) {
             if let Some(met) = &r.met {
@@ -388,10 +388,10 @@ mod tests {
         assert!(space.attach());
     }
 
-    /// A process whose maps change when the test says so (a new epoch).
+    /// A process whose maps change when the test says so (a new stamp).
     struct Changing {
         map: RefCell<Option<MapRef>>,
-        epoch: Cell<u64>,
+        stamp: Cell<u64>,
         met: RefCell<Vec<Met>>,
     }
 
@@ -399,8 +399,8 @@ mod tests {
         fn find_map(&self, addr: u64) -> Option<MapRef> {
             self.map.borrow().clone().filter(|m| m.start <= addr && addr < m.start + 0x8000)
         }
-        fn epoch(&self) -> u64 {
-            self.epoch.get()
+        fn stamp(&self) -> u64 {
+            self.stamp.get()
         }
         fn met(&self, met: &Met) {
             self.met.borrow_mut().push(met.clone());
@@ -410,15 +410,15 @@ mod tests {
     #[test]
     fn reports_are_remembered_until_the_maps_or_modules_change() {
         let obj = object();
-        let p = Changing { map: RefCell::new(None), epoch: Cell::new(1), met: RefCell::new(Vec::new()) };
+        let p = Changing { map: RefCell::new(None), stamp: Cell::new(1), met: RefCell::new(Vec::new()) };
         let mut space = ModuleSpace::default();
         // No map: fine, nothing reported.
         assert_eq!(space.report(&p, 0x2800), Ok(()));
-        // A new epoch with a map without a file: the frame fails, and the
+        // A new stamp with a map without a file: the frame fails, and the
         // map met is told again when the answer is remembered.
         let anon = MapRef { start: 0x2000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
         *p.map.borrow_mut() = Some(anon.clone());
-        p.epoch.set(2);
+        p.stamp.set(2);
         assert_eq!(space.report(&p, 0x2800), Err(()));
         assert_eq!(space.memo.len(), 1);
         assert_eq!(space.report(&p, 0x2800), Err(()));
@@ -426,16 +426,16 @@ mod tests {
         // The file's map: reported (the module list changed, so nothing is
         // remembered from that report), then remembered.
         *p.map.borrow_mut() = Some(map(0x2000, 0x1000, &obj));
-        p.epoch.set(3);
+        p.stamp.set(3);
         assert_eq!(space.report(&p, 0x2800), Ok(()));
         assert!(space.memo.is_empty());
         assert_eq!(space.report(&p, 0x2800), Ok(()));
         assert_eq!(space.memo.len(), 1);
-        // Within an epoch the maps are taken to be the same: the answer is
-        // the remembered one; at the next epoch they are looked at again.
+        // Under one stamp the maps are taken to be the same: the answer is
+        // the remembered one; under the next they are looked at again.
         *p.map.borrow_mut() = Some(anon);
         assert_eq!(space.report(&p, 0x2800), Ok(()));
-        p.epoch.set(4);
+        p.stamp.set(4);
         assert_eq!(space.report(&p, 0x2800), Err(()));
         // (The test object has no CFI: each report of its map met that.)
         let (anon, no_cfi) = (Met::NoObject("//anon".as_bytes().into()), Met::NoCfi("/bin/prog".as_bytes().into()));

@@ -275,12 +275,11 @@ pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache
 
 /// `handle_cfi` once the row is known: the caller's registers.
 fn apply(ctx: &Ctx<'_>, state: &FrameState, plan: &Plan, bias: u64, unwound: &mut FrameState) {
-    unwound.regs.clear(plan.nregs as usize);
+    unwound.regs.clear_keeping(plan.nregs as usize, &state.regs, plan.same);
     unwound.pc = 0;
     unwound.pc_state = if plan.ra_undefined { PcState::Undefined } else { PcState::Error };
     unwound.initial = false;
     unwound.signal = plan.signal_frame;
-    unwound.regs.copy_set(&state.regs, plan.same);
     // libdw computes the CFA when a rule first needs it; computing it
     // before the rules gives the same values (it only reads).
     let mut eval = Eval { ctx, state, cfa: None };

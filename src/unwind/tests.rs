@@ -50,8 +50,8 @@ impl Process for Fake {
     fn read_file_word(&self, addr: u64) -> Option<u64> {
         self.words.iter().find(|w| w.0 == addr).map(|w| w.1)
     }
-    /// A fake's maps never change; two fakes are two epochs.
-    fn epoch(&self) -> u64 {
+    /// A fake's maps never change; two fakes are two sets of maps.
+    fn stamp(&self) -> u64 {
         std::ptr::from_ref(self) as usize as u64
     }
 }

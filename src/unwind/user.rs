@@ -33,8 +33,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use super::{Arch, MapRef, Met, ModuleSpace, Object, Process, Sample, Stop, Unwinder};
-use crate::fasthash::FastMap;
+use super::{Arch, Frame, MapRef, Met, ModuleSpace, Object, Process, Sample, Stop, Unwinder};
+use crate::fasthash::{FastMap, make_room};
 use crate::machine::{DsoId, DsoKind, Dsos, Machine, Maps};
 use crate::symbols::SymbolConfig;
 use crate::symbols::elf::{self, Elf, SectionBytes};
@@ -129,7 +129,8 @@ pub(crate) struct UserUnwinder {
     files: RefCell<Files>,
     /// perf's per-maps `Dwfl`, by the machine's map group.
     spaces: FastMap<u64, ModuleSpace>,
-    /// The frames of the last sample unwound.
+    /// The frames of the last sample unwound, as unwound and as ips.
+    unwound: Vec<Frame>,
     frames: Vec<u64>,
     pub stats: UnwindStats,
     styles: UnwindStyles,
@@ -178,6 +179,7 @@ impl UserUnwinder {
             max_stack: options.max_stack,
             files: RefCell::new(files),
             spaces: FastMap::default(),
+            unwound: Vec::new(),
             frames: Vec::new(),
             stats: UnwindStats::default(),
             styles: options.styles,
@@ -230,10 +232,11 @@ impl UserUnwinder {
             return &self.frames;
         };
         let Some(thread) = machine.thread(s.tid) else { return &self.frames };
-        if self.spaces.len() >= MAX_SPACES {
-            self.spaces.clear();
-        }
-        let space = self.spaces.entry(thread.map_group()).or_default();
+        let group = thread.map_group();
+        // A process already here keeps its modules: forgetting them could
+        // change how its later samples unwind (see `modules`).
+        make_room(&mut self.spaces, &group, MAX_SPACES);
+        let space = self.spaces.entry(group).or_default();
         let maps = thread.maps();
         let little_endian = endian == Endian::Little;
         let view = View {
@@ -241,17 +244,17 @@ impl UserUnwinder {
             dsos: &machine.dsos,
             files: &self.files,
             little_endian,
-            epoch: maps.stamp(),
+            stamp: maps.stamp(),
             no_object: RefCell::new(None),
             no_cfi: RefCell::new(None),
         };
         let sample = Sample { regs, stack, little_endian };
-        let unwound = unwinder.unwind(space, &view, &sample, self.max_stack);
-        self.frames.extend(unwound.frames.iter().map(|f| f.ip));
+        let stop = unwinder.unwind_into(space, &view, &sample, self.max_stack, &mut self.unwound);
+        self.frames.extend(self.unwound.iter().map(|f| f.ip));
         let st = &mut self.stats;
         st.frames += self.frames.len() as u64;
         let mut no_object = false;
-        match unwound.stop {
+        match stop {
             Stop::FirstFrameNotReported | Stop::NotAttached => {
                 st.no_object += 1;
                 no_object = true;
@@ -302,7 +305,7 @@ struct View<'a> {
     /// Byte order of the recorded machine (of its files too).
     little_endian: bool,
     /// The maps' stamp: they are the same as long as it is.
-    epoch: u64,
+    stamp: u64,
     /// The last DSO met without an object file, and without CFI.
     no_object: RefCell<Option<Rc<[u8]>>>,
     no_cfi: RefCell<Option<Rc<[u8]>>>,
@@ -316,8 +319,8 @@ impl Process for View<'_> {
         Some(MapRef { start: map.start, pgoff: map.pgoff, name: dso.name.clone(), object, jitted: dso.name.starts_with(b"/tmp/jitted-") })
     }
 
-    fn epoch(&self) -> u64 {
-        self.epoch
+    fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     fn met(&self, met: &Met) {
