@@ -182,7 +182,7 @@ impl RegFile {
         // moves each (a copy of nregs values was a call to memcpy, a
         // tenth of the instructions of applying a row).
         const BLOCK: usize = 16;
-        const _: () = assert!(MAX_DWARF_REGS % BLOCK == 0);
+        const _: () = assert!(MAX_DWARF_REGS.is_multiple_of(BLOCK));
         let mut at = 0;
         while at < n {
             // at <= MAX_DWARF_REGS - BLOCK: at is a multiple of BLOCK below n.
