@@ -165,7 +165,8 @@ impl RegFile {
         RegFile { vals: [0; MAX_DWARF_REGS], set: [0; 2], nregs: nregs.min(MAX_DWARF_REGS) }
     }
 
-    /// No register set, `nregs` frame registers.
+    /// No register set, for a frame of `nregs` registers (the values
+    /// stay, unread: `get` answers only for set registers).
     pub(crate) fn clear(&mut self, nregs: usize) {
         self.set = [0; 2];
         self.nregs = nregs.min(MAX_DWARF_REGS);
@@ -204,7 +205,7 @@ impl RegFile {
     /// Makes these the first frame's registers from a sample's (see the
     /// module doc), whatever they were before.
     pub(crate) fn set_initial(&mut self, arch: Arch, regs: &Regs<'_>) {
-        self.nregs = arch.frame_nregs().min(MAX_DWARF_REGS);
+        self.clear(arch.frame_nregs());
         // Registers below the highest one given that the sample lacks are
         // set, to 0.
         self.vals[..self.nregs].fill(0);
@@ -218,12 +219,15 @@ impl RegFile {
         self.set = low_flags(max.min(self.nregs - 1) + 1);
     }
 
+    /// libdw's `dwfl_frame_reg`: the value if `reg` is a frame register
+    /// that is set.
     pub(crate) fn get(&self, reg: u64) -> Option<u64> {
         let r = usize::try_from(reg).ok().filter(|&r| r < self.nregs)?;
         (self.set[r / 64] >> (r % 64) & 1 != 0).then_some(self.vals[r])
     }
 
-    /// Sets a frame register; false (nothing set) beyond the frame's.
+    /// libdw's `__libdwfl_frame_reg_set`; false if `reg` is not a frame
+    /// register.
     pub(crate) fn set(&mut self, reg: usize, val: u64) -> bool {
         if reg >= self.nregs {
             return false;
