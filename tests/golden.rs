@@ -15,16 +15,19 @@
 //! from the list.
 //!
 //! Deliberate differences from perf (listed in the man page under
-//! COMPATIBILITY) are declared per case in a `deviations` file; today the
-//! only one is `comm-at-sample-time original=<case>`: a deferred sample held
-//! until its user callchain arrives is printed with the comm its thread had
+//! COMPATIBILITY) are declared per case in a `deviations` file. One is
+//! `comm-at-sample-time original=<case>`: a deferred sample held until its
+//! user callchain arrives is printed with the comm its thread had
 //! when the sample was taken, where perf prints the comm at printing time
 //! (`:TID` once the thread has exited). The harness then accepts a line that
 //! differs from perf's ONLY in the comm, and only if that comm is the one
 //! perf-ref printed for the same thread at the same time in the original,
 //! non-deferred recording (`<case>/fields-ns.out`); with `-D`, the dump's
 //! ` ... thread: comm:tid` line above such a sample line may differ the
-//! same way.
+//! same way. The other is `metric-value-nan`: where perf 7.2 prints a
+//! number on a `metric:` line, pstitch prints `nan` (see docs/metric.md);
+//! the harness accepts such lines if they are otherwise perf's and every
+//! other line is too.
 //!
 //! Variants with `--header`/`--header-only` print perf.data's mtime: the
 //! harness pins it (HEADER_MTIME). Every variant runs with TZ=UTC (local
@@ -158,6 +161,37 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
     Ok(n)
 }
 
+/// Checks that `actual` differs from `expected` only by the declared
+/// metric-value-nan deviation: `metric:` lines where perf printed a number
+/// and pstitch `nan`, everything else (the line's start, the unit, the
+/// metric's name, every other line) the same. Returns how many lines differ.
+fn check_metric_deviation(expected: &str, actual: &str) -> Result<usize, String> {
+    const METRIC: &str = "\tmetric: ";
+    let e: Vec<&str> = expected.lines().collect();
+    let a: Vec<&str> = actual.lines().collect();
+    if e.len() != a.len() {
+        return Err(format!("{} lines expected, {} printed", e.len(), a.len()));
+    }
+    let mut n = 0;
+    for (i, (x, y)) in e.iter().zip(&a).enumerate() {
+        if x == y {
+            continue;
+        }
+        let bad = || format!("line {}: differs in more than a metric's value\n - {x}\n + {y}", i + 1);
+        let (Some((head_x, tail_x)), Some((head_y, tail_y))) = (x.rsplit_once(METRIC), y.rsplit_once(METRIC)) else { return Err(bad()) };
+        // perf's "%8.1f unit  name".
+        let (Some((value_x, rest_x)), Some((value_y, rest_y))) = (tail_x.get(..8).zip(tail_x.get(8..)), tail_y.get(..8).zip(tail_y.get(8..))) else {
+            return Err(bad());
+        };
+        let perf_number = value_x.trim().parse::<f64>().is_ok_and(f64::is_finite);
+        if head_x != head_y || rest_x != rest_y || value_y != "     nan" || !perf_number {
+            return Err(bad());
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// Runs one variant, multi-threaded and single-threaded
 /// (`PSTITCH_THREADS=1`): both must print the expected bytes.
 fn run(case: &Path, variant: &str) -> Result<usize, String> {
@@ -222,6 +256,10 @@ fn run_with(case: &Path, variant: &str, threads: Option<&str>) -> Result<usize, 
         let (e, a) = (String::from_utf8_lossy(&expected), String::from_utf8_lossy(&output.stdout));
         return check_comm_deviation(&e, &a, &case.join("..").join(orig.trim()))
             .map_err(|why| format!("differs beyond the declared comm-at-sample-time deviation: {why}"));
+    }
+    if deviations.lines().any(|l| l.trim() == "metric-value-nan") {
+        let (e, a) = (String::from_utf8_lossy(&expected), String::from_utf8_lossy(&output.stdout));
+        return check_metric_deviation(&e, &a).map_err(|why| format!("differs beyond the declared metric-value-nan deviation: {why}"));
     }
     let mut msg = String::new();
     if !output.status.success() {
@@ -296,7 +334,7 @@ fn main() {
     assert!(!all.is_empty(), "no golden cases found");
     golden_common::make_vmlinux_fixtures();
     println!("golden: testing {}", binary().display());
-    let mut tally = Tally::new("lines differ only by the declared comm-at-sample-time deviation");
+    let mut tally = Tally::new("lines differ only by a declared deviation");
     for (case, variant) in &all {
         let name = format!("{}/{}", case.file_name().unwrap().to_string_lossy(), variant);
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {

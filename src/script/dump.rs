@@ -397,12 +397,10 @@ fn user_record(out: &mut Vec<u8>, rec: &Record<'_>) {
             }
         }
         kind::THREAD_MAP => {
-            let nr = e.read_u64(b, 0).unwrap_or(0);
-            let held = (b.len().saturating_sub(8) / 24) as u64;
-            let nr = nr.min(held);
+            let pids = perf_data::record::thread_map_pids(b, e);
+            let nr = pids.len();
             format::text(out, format_args!(" nr: {nr} thread{}: ", if nr > 1 { "s" } else { "" }));
-            for i in 0..nr {
-                let pid = e.read_u64(b, 8 + i as usize * 24).unwrap_or(0) as i32;
+            for (i, pid) in pids.iter().enumerate() {
                 format::text(out, format_args!("{}{pid}", if i > 0 { ", " } else { "" }));
             }
             out.push(b'\n');
@@ -418,46 +416,10 @@ fn user_record(out: &mut Vec<u8>, rec: &Record<'_>) {
 /// perf's `cpu_map__fprintf` of a `perf_record_cpu_map_data`: the CPUs
 /// as a list of ranges (`0-3,8`).
 fn cpu_map(out: &mut Vec<u8>, data: &[u8], e: perf_data::bytes::Endian) {
-    const CPUS: u16 = 0;
-    const MASK: u16 = 1;
-    const RANGE: u16 = 2;
-    let mut cpus: Vec<i64> = Vec::new();
-    match e.read_u16(data, 0) {
-        Some(CPUS) => {
-            let nr = e.read_u16(data, 2).unwrap_or(0) as usize;
-            for i in 0..nr {
-                let Some(c) = e.read_u16(data, 4 + i * 2) else { break };
-                cpus.push(if c == u16::MAX { -1 } else { c as i64 });
-            }
-        }
-        Some(MASK) => {
-            let (nr, long) = (e.read_u16(data, 2).unwrap_or(0) as usize, e.read_u16(data, 4).unwrap_or(0) as usize);
-            // (type, nr, long_size; 64-bit words after 4 bytes of padding)
-            let at = if long == 4 { 6 } else { 10 };
-            for i in 0..nr {
-                let word = if long == 4 { e.read_u32(data, at + i * 4).map(u64::from) } else { e.read_u64(data, at + i * 8) };
-                let Some(word) = word else { break };
-                let bits = long * 8;
-                for bit in 0..bits {
-                    if word >> bit & 1 != 0 {
-                        cpus.push((i * bits + bit) as i64);
-                    }
-                }
-            }
-        }
-        Some(RANGE) => {
-            let any = data.get(2).copied().unwrap_or(0) != 0;
-            let (start, end) = (e.read_u16(data, 4).unwrap_or(0) as i64, e.read_u16(data, 6).unwrap_or(0) as i64);
-            if any {
-                cpus.push(-1);
-            }
-            cpus.extend(start..=end.max(start - 1));
-        }
-        _ => {
-            out.extend_from_slice(b"failed to get cpumap from event\n");
-            return;
-        }
-    }
+    let Some(mut cpus) = perf_data::record::cpu_map_cpus(data, e) else {
+        out.extend_from_slice(b"failed to get cpumap from event\n");
+        return;
+    };
     cpus.sort_unstable();
     cpus.dedup();
     let mut first = true;

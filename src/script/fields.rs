@@ -92,6 +92,7 @@ pub const SUPPORTED: Field = f::COMM
     | f::SYMOFFSET
     | f::SRCLINE
     | f::SRCCODE
+    | f::METRIC
     | f::PERIOD
     | f::WEIGHT
     | f::INS_LAT

@@ -21,6 +21,7 @@ mod format;
 mod header;
 mod heads;
 mod insn;
+mod metric;
 mod prefetch;
 mod regs;
 mod run;
@@ -38,7 +39,7 @@ use perf_data::attr::{Attr, event_type, sample_type as st};
 use perf_data::evlist::Evlist;
 use perf_data::record::kind;
 use crate::error::{Error, Result};
-use crate::session::{Callchain, Context, DeferredEvent, Event, RawEvent, SampleEvent, SideBand, Tool};
+use crate::session::{Callchain, Consumed, Context, DeferredEvent, Event, RawEvent, SampleEvent, SideBand, Tool};
 use crate::engine::Threads;
 use crate::engine::printer::Printer;
 use crate::symbols::Symbolizer;
@@ -235,6 +236,8 @@ pub(crate) struct Script {
     dump_features: Option<header::FeatureStream>,
     /// The longest `data_src` text printed so far (perf pads to it).
     data_src_width: usize,
+    /// The `metric` field's counts and metrics.
+    metrics: metric::Metrics,
     /// The DSOs perf would have loaded by now, when `brstackoff` needs
     /// them (`track_loads`).
     loaded_dsos: branch::LoadedDsos,
@@ -344,6 +347,7 @@ impl Script {
             x86: None,
             clock: None,
             data_src_width: 0,
+            metrics: metric::Metrics::default(),
             loaded_dsos: branch::LoadedDsos::default(),
             track_loads: false,
             branch_lookups: false,
@@ -651,6 +655,15 @@ impl Script {
         self.buf.push(b'\n');
         if fields & f::SRCCODE != 0 && self.opts.per_event == PerEvent::All {
             self.print_srccode(machine, s.tid, CpuMode::from_misc(misc), s.ip);
+        }
+        if fields & f::METRIC != 0 {
+            for metric in self.metrics.sample(evlist, s.tid).unwrap_or_default() {
+                self.print_start(fields, ev.comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
+                metric::print_line(&mut self.buf, metric);
+            }
+            if let Some(w) = self.metrics.left_out.take() {
+                self.warnings.push(w);
+            }
         }
         self.maybe_flush()
     }
@@ -1062,6 +1075,18 @@ impl Tool for Script {
             _ => return Ok(()),
         };
         self.print_side_band(cx, ev, pid, tid, time);
+        Ok(())
+    }
+
+    fn consumed(&mut self, cx: &mut Context<'_>, ev: &Consumed<'_>) -> Result<()> {
+        // The maps the `metric` field counts by (see [`metric`]).
+        let (Some(ty), Some(body)) = (cx.endian.read_u32(ev.bytes, 0), ev.bytes.get(8..)) else { return Ok(()) };
+        match ty {
+            kind::THREAD_MAP => self.metrics.thread_map(perf_data::record::thread_map_pids(body, cx.endian)),
+            // perf's process_cpu_map_event keeps any map it can read.
+            kind::CPU_MAP if perf_data::record::cpu_map_cpus(body, cx.endian).is_some() => self.metrics.cpu_map(),
+            _ => {}
+        }
         Ok(())
     }
 

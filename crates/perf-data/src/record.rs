@@ -407,3 +407,107 @@ impl<'a> KsymbolRecord<'a> {
         Some(KsymbolRecord { addr, len, ksym_type, flags, name: until_nul(rest) })
     }
 }
+
+/// PERF_RECORD_THREAD_MAP (73), which `perf record` writes before the
+/// samples: the threads it opened its events for.
+///
+/// ```text
+/// { u64 nr; { u64 pid; char comm[16]; } entries[nr]; }
+/// ```
+/// A pid of -1 stands for any thread (system-wide recordings). Returns the
+/// pids of the entries the body really holds, whatever `nr` claims.
+pub fn thread_map_pids(body: &[u8], e: Endian) -> Vec<i32> {
+    const ENTRY: usize = 24;
+    let claimed = e.read_u64(body, 0).unwrap_or(0);
+    let held = body.len().saturating_sub(8) / ENTRY;
+    let nr = usize::try_from(claimed).map_or(held, |n| n.min(held));
+    (0..nr).filter_map(|i| e.read_u64(body, 8 + i * ENTRY)).map(|pid| pid as i32).collect()
+}
+
+/// The CPUs of a `perf_record_cpu_map_data`, the body of
+/// PERF_RECORD_CPU_MAP (74) and of EVENT_UPDATE's cpus payload, in the
+/// order the record lists them; -1 stands for any CPU. `None` for an
+/// encoding perf does not know.
+///
+/// ```text
+/// u16 type;
+/// 0 CPUS:  u16 nr; u16 cpu[nr];                  (65535: any CPU)
+/// 1 MASK:  u16 nr; u16 long_size; then nr words of long_size bytes
+///          (4: right after long_size; 8: after 4 bytes of padding)
+/// 2 RANGE: u8 any_cpu; u8 pad; u16 start_cpu; u16 end_cpu;
+/// ```
+pub fn cpu_map_cpus(data: &[u8], e: Endian) -> Option<Vec<i64>> {
+    const CPUS: u16 = 0;
+    const MASK: u16 = 1;
+    const RANGE: u16 = 2;
+    let mut cpus: Vec<i64> = Vec::new();
+    match e.read_u16(data, 0)? {
+        CPUS => {
+            let nr = e.read_u16(data, 2).unwrap_or(0) as usize;
+            for i in 0..nr {
+                let Some(c) = e.read_u16(data, 4 + i * 2) else { break };
+                cpus.push(if c == u16::MAX { -1 } else { c as i64 });
+            }
+        }
+        MASK => {
+            let (nr, long) = (e.read_u16(data, 2).unwrap_or(0) as usize, e.read_u16(data, 4).unwrap_or(0) as usize);
+            let at = if long == 4 { 6 } else { 10 };
+            for i in 0..nr {
+                let word = if long == 4 { e.read_u32(data, at + i * 4).map(u64::from) } else { e.read_u64(data, at + i * 8) };
+                let Some(word) = word else { break };
+                let bits = long * 8;
+                for bit in 0..bits {
+                    if word >> bit & 1 != 0 {
+                        cpus.push((i * bits + bit) as i64);
+                    }
+                }
+            }
+        }
+        RANGE => {
+            let any = data.get(2).copied().unwrap_or(0) != 0;
+            let (start, end) = (e.read_u16(data, 4).unwrap_or(0) as i64, e.read_u16(data, 6).unwrap_or(0) as i64);
+            if any {
+                cpus.push(-1);
+            }
+            cpus.extend(start..=end.max(start - 1));
+        }
+        _ => return None,
+    }
+    Some(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[u64]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn thread_map_reads_only_the_entries_the_body_holds() {
+        // nr claims 1,000,000 entries; the body holds two (pid, comm[16]).
+        let body = words(&[1_000_000, 13794, 0, 0, u64::MAX, 0, 0]);
+        assert_eq!(thread_map_pids(&body, Endian::Little), vec![13794, -1]);
+        assert_eq!(thread_map_pids(&words(&[1, 7]), Endian::Little), Vec::<i32>::new());
+        assert_eq!(thread_map_pids(&[], Endian::Little), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn cpu_map_encodings() {
+        // CPUS: nr 3, cpus 0, 65535 (any), 5
+        let cpus = [0u16, 3, 0, 0xffff, 5].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(cpu_map_cpus(&cpus, Endian::Little), Some(vec![0, -1, 5]));
+        // MASK with 8-byte words: type, nr 1, long_size 8, 4 bytes of padding, word 0b1011
+        let mut mask = [1u16, 1, 8, 0, 0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        mask.extend_from_slice(&0b1011u64.to_le_bytes());
+        assert_eq!(cpu_map_cpus(&mask, Endian::Little), Some(vec![0, 1, 3]));
+        // RANGE: any_cpu set, CPUs 2-4
+        let range = [2u8, 0, 1, 0, 2, 0, 4, 0];
+        assert_eq!(cpu_map_cpus(&range, Endian::Little), Some(vec![-1, 2, 3, 4]));
+        // A MASK whose nr claims more words than there are stops at the end.
+        let short = [1u16, 60000, 4].iter().flat_map(|v| v.to_le_bytes()).chain(5u32.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(cpu_map_cpus(&short, Endian::Little), Some(vec![0, 2]));
+        assert_eq!(cpu_map_cpus(&[9, 0], Endian::Little), None);
+    }
+}
