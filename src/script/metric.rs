@@ -22,9 +22,10 @@
 //!   `page_faults_per_second`, each `event × 10⁹ / clock`, the clock being
 //!   task-clock, or cpu-clock for a system-wide recording (a thread map
 //!   whose first entry is -1: perf's `#target_cpu`). The common table's
-//!   hardware metrics (`insn_per_cycle`, `cycles_frequency`, ...) and the
-//!   CPU tables' depend on the PMUs and CPU of the reading machine, so
-//!   pstitch says once that it leaves them out.
+//!   hardware metrics (`insn_per_cycle`, `cycles_frequency`, ...) come
+//!   with the metrics of the reading machine's CPU table, and what perf
+//!   prints for them changes with the recording's other events, so pstitch
+//!   says once that it leaves them out.
 //! - **Which line where.** A metric hangs off one of its events, and after
 //!   each sample the metrics print in evlist order of those events: the
 //!   metric's own event, except `migrations_per_second` of a per-task
@@ -125,7 +126,7 @@ impl Metrics {
     fn find(&mut self, evlist: &Evlist) -> Vec<&'static Metric> {
         let evsels = &evlist.evsels;
         if evsels.iter().any(|e| e.attr.type_ == PERF_TYPE_HARDWARE && HARDWARE_METRIC_EVENTS.contains(&e.attr.config)) {
-            self.left_out = Some("the 'metric' field: metrics of hardware events are not printed (perf's depend on the PMUs of the machine reading the file)".into());
+            self.left_out = Some("the 'metric' field: metrics of hardware events are not printed (perf takes them from the metric table of the CPU that reads the file)".into());
         }
         let first = |config: u64| evsels.iter().position(|e| e.attr.type_ == PERF_TYPE_SOFTWARE && e.attr.config == config);
         let system_wide = self.applied_threads().is_none_or(|t| t.first() == Some(&-1));
