@@ -43,7 +43,7 @@ use std::rc::Rc;
 
 use super::object::Object;
 use super::{MapRef, Met, Process};
-use crate::fasthash::{FastMap, make_room};
+use crate::fasthash::FastMap;
 
 /// A module as libdw keeps it.
 #[derive(Debug, Clone)]
@@ -76,6 +76,14 @@ pub struct ModuleSpace {
     /// The module of each segment (`lookup_module`); `None` once the list
     /// changed, until the next lookup rebuilds it.
     owners: Option<Vec<Option<u32>>>,
+    /// The segment the last lookup found, `[start, end)`, and its module:
+    /// consecutive frames are mostly in one module. Kept only while the
+    /// table is sorted, where the search finds a segment for exactly the
+    /// addresses in it (in an unsorted one, which segment an address
+    /// finds depends on the search's path); forgotten with the table.
+    last: Option<(u64, u64, u32)>,
+    /// The boundaries rise strictly (no modules overlap).
+    sorted: bool,
     /// `dwfl_attach_state` succeeded once.
     attached: bool,
     /// Changes whenever the module list does (a report that reported).
@@ -85,8 +93,14 @@ pub struct ModuleSpace {
     /// Slot 0 of an address holds the report at it, slot 1 the report at
     /// the address below (a return address's lookup address: asked for
     /// right after the return address itself, so found in the same
-    /// place in memory).
-    memo: FastMap<u64, [Option<Remembered>; 2]>,
+    /// place in memory). The map holds the index of the address's
+    /// slots in `remembered`.
+    memo: FastMap<u64, u32>,
+    remembered: Vec<[Option<Remembered>; 2]>,
+    /// The address last looked up in the memo and its slots' index: a
+    /// frame asks about its return address twice in a row (the report,
+    /// then the report below).
+    memo_last: Option<(u64, u32)>,
     memo_stamp: Option<u64>,
 }
 
@@ -142,17 +156,37 @@ impl ModuleSpace {
     }
 
     /// The report at `key - slot`, remembered in `key`'s slot.
+    #[inline]
     fn report_memo(&mut self, process: &dyn Process, key: u64, slot: usize) -> Result<(), ()> {
         let stamp = process.stamp();
-        if self.memo_stamp != Some(stamp) {
-            self.memo.clear();
-            self.memo_stamp = Some(stamp);
-        }
-        if let Some(Some(r)) = self.memo.get(&key).map(|slots| &slots[slot]) {
+        if self.memo_stamp == Some(stamp)
+            && let Some((last, index)) = self.memo_last
+            && last == key
+            && let Some(r) = &self.remembered[index as usize][slot]
+        {
             if let Some(met) = &r.met {
                 process.met(met);
             }
             return r.answer;
+        }
+        self.report_lookup(process, key, slot, stamp)
+    }
+
+    /// [`ModuleSpace::report_memo`] past the last address asked about.
+    #[inline(never)]
+    fn report_lookup(&mut self, process: &dyn Process, key: u64, slot: usize, stamp: u64) -> Result<(), ()> {
+        if self.memo_stamp != Some(stamp) {
+            self.forget();
+            self.memo_stamp = Some(stamp);
+        }
+        if let Some(index) = self.memo.get(&key).copied() {
+            self.memo_last = Some((key, index));
+            if let Some(r) = &self.remembered[index as usize][slot] {
+                if let Some(met) = &r.met {
+                    process.met(met);
+                }
+                return r.answer;
+            }
         }
         let addr = key.wrapping_sub(slot as u64);
         let version = self.version;
@@ -166,12 +200,27 @@ impl ModuleSpace {
             Some(map) => self.report_map(map, addr),
         };
         if self.version != version {
-            self.memo.clear();
+            self.forget();
         } else {
-            make_room(&mut self.memo, &key, MAX_MEMO);
-            self.memo.entry(key).or_default()[slot] = Some(Remembered { answer, met });
+            if self.memo.len() >= MAX_MEMO && !self.memo.contains_key(&key) {
+                self.forget();
+            }
+            let remembered = &mut self.remembered;
+            let index = *self.memo.entry(key).or_insert_with(|| {
+                remembered.push(Default::default());
+                (remembered.len() - 1) as u32
+            });
+            self.remembered[index as usize][slot] = Some(Remembered { answer, met });
+            self.memo_last = Some((key, index));
         }
         answer
+    }
+
+    /// Forgets every remembered report.
+    fn forget(&mut self) {
+        self.memo.clear();
+        self.remembered.clear();
+        self.memo_last = None;
     }
 
     pub(crate) fn report_map(&mut self, map: &MapRef, addr: u64) -> Result<(), ()> {
@@ -208,6 +257,7 @@ impl ModuleSpace {
             }
         }
         self.owners = None;
+        self.last = None;
         self.version += 1;
         match found {
             Some((pos, i)) => {
@@ -227,14 +277,32 @@ impl ModuleSpace {
     }
 
     /// `dwfl_addrsegment`'s module for `addr`.
+    #[inline]
     fn find_index(&mut self, addr: u64) -> Option<u32> {
+        if let Some((start, end, m)) = self.last
+            && start <= addr
+            && addr < end
+        {
+            return Some(m);
+        }
+        self.find_index_search(addr)
+    }
+
+    /// [`ModuleSpace::find_index`] by the segment table.
+    #[inline(never)]
+    fn find_index_search(&mut self, addr: u64) -> Option<u32> {
         if self.owners.is_none() {
             self.rebuild();
         }
         let owners = self.owners.as_ref()?;
         let idx = lookup(&self.bounds, addr, None)?;
         match owners[idx] {
-            Some(m) => Some(m),
+            Some(m) => {
+                if self.sorted {
+                    self.last = Some((self.bounds[idx], self.bounds.get(idx + 1).copied().unwrap_or(u64::MAX), m));
+                }
+                Some(m)
+            }
             // The upper end of the segment before's module.
             None if idx > 0 && self.bounds[idx] == addr => {
                 owners[idx - 1].filter(|&m| self.modules[m as usize].end == addr)
@@ -282,6 +350,8 @@ impl ModuleSpace {
             hint = (idx < self.bounds.len()).then_some(idx);
         }
         self.owners = Some(owners);
+        self.sorted = self.bounds.is_sorted_by(|a, b| a < b);
+        self.last = None;
     }
 }
 
@@ -449,8 +519,74 @@ mod tests {
         assert_eq!(space.report_below(&p, 0x2801), Err(()));
         assert_eq!(space.report_below(&p, 0x2801), Err(()));
         assert!(space.memo.contains_key(&0x2801) && !space.memo.contains_key(&0x1fff));
-        assert_eq!(space.memo[&0x2000].iter().filter(|s| s.is_some()).count(), 2);
+        assert_eq!(space.remembered[space.memo[&0x2000] as usize].iter().filter(|s| s.is_some()).count(), 2);
         assert_eq!(*p.met.borrow(), [anon.clone(), anon.clone(), anon]);
+    }
+
+    /// The last segment found answers only while the table it came from
+    /// stands and is sorted: a module reported over it is found at once,
+    /// and overlapping modules are looked up by the search each time.
+    #[test]
+    fn the_last_segment_found_is_forgotten_when_the_modules_change() {
+        let obj = object();
+        let mut space = ModuleSpace::default();
+        assert_eq!(space.report_map(&map(0x2000, 0x1000, &obj), 0x2800), Ok(()));
+        assert_eq!(at(&mut space, 0x8800), Some(0x1000));
+        assert_eq!(space.last.map(|(start, end, _)| (start, end)), Some((0x1000, 0x9000)));
+        // A module of its own further up: the table stays sorted.
+        let other = MapRef { start: 0x20000, pgoff: 0, name: "/lib/other".as_bytes().into(), object: Some(obj.clone()), jitted: false };
+        assert_eq!(space.report_map(&other, 0x20800), Ok(()));
+        assert!(space.sorted);
+        assert_eq!(at(&mut space, 0x27000), Some(0x20000));
+        // A module's end finds it too (libdw's segment lookup), though
+        // it is past the segment found last.
+        assert_eq!(at(&mut space, 0x28000), Some(0x20000));
+        assert_eq!(at(&mut space, 0x28001), None);
+        assert_eq!(at(&mut space, 0x1800), Some(0x1000));
+        assert_eq!(at(&mut space, 0x27000), Some(0x20000));
+        // The text's file again at another base, over the segment found
+        // last: the new module answers, and the unsorted table is searched.
+        assert_eq!(at(&mut space, 0x8800), Some(0x1000));
+        assert_eq!(space.report_map(&map(0x8000, 0x6000, &obj), 0x8800), Ok(()));
+        assert_eq!(at(&mut space, 0x8800), Some(0x2000));
+        assert!(!space.sorted && space.last.is_none());
+        assert_eq!(at(&mut space, 0x1800), Some(0x1000));
+        assert_eq!(at(&mut space, 0xa800), None);
+        assert!(space.last.is_none());
+    }
+
+    /// A report asked again for the last address is answered from its
+    /// slots only under the same maps and modules.
+    #[test]
+    fn the_last_report_is_asked_again_after_a_change() {
+        let obj = object();
+        let anon = MapRef { start: 0x2000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
+        let p = Changing { map: RefCell::new(Some(anon)), stamp: Cell::new(1), met: RefCell::new(Vec::new()) };
+        let mut space = ModuleSpace::default();
+        assert_eq!(space.report(&p, 0x2800), Err(()));
+        assert_eq!(space.memo_last, Some((0x2800, 0)));
+        assert_eq!(space.report(&p, 0x2800), Err(()));
+        // The report below is not the report at: asked of the maps.
+        assert_eq!(space.report_below(&p, 0x2000), Ok(()));
+        assert_eq!(space.report(&p, 0x2000), Err(()));
+        assert_eq!(space.report_below(&p, 0x2000), Ok(()));
+        assert_eq!((space.memo.len(), space.remembered.len()), (2, 2));
+        // The file's map under a new stamp: reported, the module list
+        // changed, and nothing of before is remembered.
+        *p.map.borrow_mut() = Some(map(0x2000, 0x1000, &obj));
+        p.stamp.set(2);
+        assert_eq!(space.report(&p, 0x2800), Ok(()));
+        assert!(space.memo_last.is_none() && space.memo.is_empty() && space.remembered.is_empty());
+        assert_eq!(space.report(&p, 0x2800), Ok(()));
+        assert_eq!(space.memo_last, Some((0x2800, 0)));
+        // The maps change back: under the next stamp the last address is
+        // asked of the maps again.
+        *p.map.borrow_mut() = None;
+        p.stamp.set(3);
+        p.met.borrow_mut().clear();
+        assert_eq!(space.report(&p, 0x2800), Ok(()));
+        assert!(p.met.borrow().is_empty());
+        assert_eq!(space.report(&p, 0x2000), Ok(()));
     }
 
     #[test]
