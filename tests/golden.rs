@@ -121,16 +121,9 @@ const DUMP_THREAD: &str = " ... thread: ";
 /// comm-at-sample-time deviation. Returns how many lines differ.
 fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result<usize, String> {
     let comms = comms_at_sample_time(original)?;
-    let e: Vec<&str> = expected.lines().collect();
-    let a: Vec<&str> = actual.lines().collect();
-    if e.len() != a.len() {
-        return Err(format!("{} lines expected, {} printed", e.len(), a.len()));
-    }
-    let mut n = 0;
-    for (i, (x, y)) in e.iter().zip(&a).enumerate() {
-        if x == y {
-            continue;
-        }
+    let (e, a, differing) = differing_lines(expected, actual)?;
+    for &i in &differing {
+        let (x, y) = (e[i], a[i]);
         let bad = |why: &str| format!("line {}: {why}\n - {x}\n + {y}", i + 1);
         if let (Some(tx), Some(ty)) = (x.strip_prefix(DUMP_THREAD), y.strip_prefix(DUMP_THREAD)) {
             // -D's thread line (` ... thread: comm:tid`) of a sample: the
@@ -145,7 +138,6 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
             if tidx != tidy || sample_comms != Some((cx, cy)) {
                 return Err(bad("a dump's thread line that differs from its sample line's comm"));
             }
-            n += 1;
             continue;
         }
         let rest = common_rest(x, y);
@@ -156,9 +148,8 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
         if at_sample_time != Some(comm_y) {
             return Err(bad(&format!("comm is not the one the thread had at sample time ({at_sample_time:?})")));
         }
-        n += 1;
     }
-    Ok(n)
+    Ok(differing.len())
 }
 
 /// Checks that `actual` differs from `expected` only by the declared
@@ -167,16 +158,9 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
 /// metric's name, every other line) the same. Returns how many lines differ.
 fn check_metric_deviation(expected: &str, actual: &str) -> Result<usize, String> {
     const METRIC: &str = "\tmetric: ";
-    let e: Vec<&str> = expected.lines().collect();
-    let a: Vec<&str> = actual.lines().collect();
-    if e.len() != a.len() {
-        return Err(format!("{} lines expected, {} printed", e.len(), a.len()));
-    }
-    let mut n = 0;
-    for (i, (x, y)) in e.iter().zip(&a).enumerate() {
-        if x == y {
-            continue;
-        }
+    let (e, a, differing) = differing_lines(expected, actual)?;
+    for &i in &differing {
+        let (x, y) = (e[i], a[i]);
         let bad = || format!("line {}: differs in more than a metric's value\n - {x}\n + {y}", i + 1);
         let (Some((head_x, tail_x)), Some((head_y, tail_y))) = (x.rsplit_once(METRIC), y.rsplit_once(METRIC)) else { return Err(bad()) };
         // perf's "%8.1f unit  name".
@@ -187,9 +171,20 @@ fn check_metric_deviation(expected: &str, actual: &str) -> Result<usize, String>
         if head_x != head_y || rest_x != rest_y || value_y != "     nan" || !perf_number {
             return Err(bad());
         }
-        n += 1;
     }
-    Ok(n)
+    Ok(differing.len())
+}
+
+/// Both texts' lines and where they differ; an error if their numbers of
+/// lines do.
+fn differing_lines<'t>(expected: &'t str, actual: &'t str) -> Result<(Vec<&'t str>, Vec<&'t str>, Vec<usize>), String> {
+    let e: Vec<&str> = expected.lines().collect();
+    let a: Vec<&str> = actual.lines().collect();
+    if e.len() != a.len() {
+        return Err(format!("{} lines expected, {} printed", e.len(), a.len()));
+    }
+    let differing = (0..e.len()).filter(|&i| e[i] != a[i]).collect();
+    Ok((e, a, differing))
 }
 
 /// Runs one variant, multi-threaded and single-threaded
