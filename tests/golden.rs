@@ -121,7 +121,7 @@ const DUMP_THREAD: &str = " ... thread: ";
 /// comm-at-sample-time deviation. Returns how many lines differ.
 fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result<usize, String> {
     let comms = comms_at_sample_time(original)?;
-    let (e, a, differing) = differing_lines(expected, actual)?;
+    let Lines { expected: e, actual: a, differing } = differing_lines(expected, actual)?;
     for &i in &differing {
         let (x, y) = (e[i], a[i]);
         let bad = |why: &str| format!("line {}: {why}\n - {x}\n + {y}", i + 1);
@@ -158,7 +158,7 @@ fn check_comm_deviation(expected: &str, actual: &str, original: &Path) -> Result
 /// metric's name, every other line) the same. Returns how many lines differ.
 fn check_metric_deviation(expected: &str, actual: &str) -> Result<usize, String> {
     const METRIC: &str = "\tmetric: ";
-    let (e, a, differing) = differing_lines(expected, actual)?;
+    let Lines { expected: e, actual: a, differing } = differing_lines(expected, actual)?;
     for &i in &differing {
         let (x, y) = (e[i], a[i]);
         let bad = || format!("line {}: differs in more than a metric's value\n - {x}\n + {y}", i + 1);
@@ -175,16 +175,22 @@ fn check_metric_deviation(expected: &str, actual: &str) -> Result<usize, String>
     Ok(differing.len())
 }
 
-/// Both texts' lines and where they differ; an error if their numbers of
-/// lines do.
-fn differing_lines<'t>(expected: &'t str, actual: &'t str) -> Result<(Vec<&'t str>, Vec<&'t str>, Vec<usize>), String> {
+/// Both texts' lines and the indexes where they differ.
+struct Lines<'t> {
+    expected: Vec<&'t str>,
+    actual: Vec<&'t str>,
+    differing: Vec<usize>,
+}
+
+/// [`Lines`] of two texts; an error if their numbers of lines differ.
+fn differing_lines<'t>(expected: &'t str, actual: &'t str) -> Result<Lines<'t>, String> {
     let e: Vec<&str> = expected.lines().collect();
     let a: Vec<&str> = actual.lines().collect();
     if e.len() != a.len() {
         return Err(format!("{} lines expected, {} printed", e.len(), a.len()));
     }
     let differing = (0..e.len()).filter(|&i| e[i] != a[i]).collect();
-    Ok((e, a, differing))
+    Ok(Lines { expected: e, actual: a, differing })
 }
 
 /// Runs one variant, multi-threaded and single-threaded
