@@ -236,7 +236,7 @@ pub(crate) struct Script {
     dump_features: Option<header::FeatureStream>,
     /// The longest `data_src` text printed so far (perf pads to it).
     data_src_width: usize,
-    /// The `metric` field's counts and metrics.
+    /// The `metric` field: the recording's thread map and the metrics found.
     metrics: metric::Metrics,
     /// The DSOs perf would have loaded by now, when `brstackoff` needs
     /// them (`track_loads`).
