@@ -14,9 +14,15 @@ pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::quality::Rand
 /// keys a damaged recording can make up). The size is looked at first:
 /// on the usual call, a memo below its bound, that costs no lookup.
 pub fn make_room<K: std::hash::Hash + Eq, V>(map: &mut FastMap<K, V>, key: &K, max: usize) {
-    if map.len() >= max && !map.contains_key(key) {
+    if is_full_for(map, key, max) {
         map.clear();
     }
+}
+
+/// Whether `key` going into a memo bounded to `max` entries must first
+/// make room (see [`make_room`]), for a memo that forgets more than the map.
+pub fn is_full_for<K: std::hash::Hash + Eq, V>(map: &FastMap<K, V>, key: &K, max: usize) -> bool {
+    map.len() >= max && !map.contains_key(key)
 }
 
 #[cfg(test)]

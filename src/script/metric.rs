@@ -77,6 +77,10 @@ const METRICS: [Metric; 3] = [
 /// branches, branch-misses, stalled-cycles-frontend and -backend).
 const HARDWARE_METRIC_EVENTS: [u64; 6] = [0, 1, 4, 5, 7, 8];
 
+/// The metrics of a recording in print order, then `None`s: a copy for
+/// each printed sample costs no allocation.
+pub(super) type Found = [Option<&'static Metric>; METRICS.len()];
+
 #[derive(Default)]
 pub(super) struct Metrics {
     /// The pids of the first THREAD_MAP record.
@@ -84,7 +88,7 @@ pub(super) struct Metrics {
     /// A CPU_MAP record came: perf applies the maps once it has both.
     cpu_map: bool,
     /// The metrics found on the first sample, in print order.
-    found: Option<Vec<&'static Metric>>,
+    found: Option<Found>,
     /// The hardware metrics left out, to be said once (see the module doc).
     pub left_out: Option<String>,
 }
@@ -109,7 +113,7 @@ impl Metrics {
     /// The metric lines to print after a sample of thread `tid`, or
     /// nothing after saying (as perf does, at once) that the thread is not
     /// in the thread map.
-    pub fn sample(&mut self, evlist: &Evlist, tid: i32) -> Option<Vec<&'static Metric>> {
+    pub fn sample(&mut self, evlist: &Evlist, tid: i32) -> Option<Found> {
         if self.found.is_none() {
             self.found = Some(self.find(evlist));
         }
@@ -120,17 +124,17 @@ impl Metrics {
             let _ = writeln!(std::io::stderr().lock(), "Missing thread map entry for thread {tid}");
             return None;
         }
-        self.found.clone()
+        self.found
     }
 
-    fn find(&mut self, evlist: &Evlist) -> Vec<&'static Metric> {
+    fn find(&mut self, evlist: &Evlist) -> Found {
         let evsels = &evlist.evsels;
         if evsels.iter().any(|e| e.attr.type_ == PERF_TYPE_HARDWARE && HARDWARE_METRIC_EVENTS.contains(&e.attr.config)) {
             self.left_out = Some("the 'metric' field: metrics of hardware events are not printed (perf takes them from the metric table of the CPU that reads the file)".into());
         }
         let first = |config: u64| evsels.iter().position(|e| e.attr.type_ == PERF_TYPE_SOFTWARE && e.attr.config == config);
         let system_wide = self.applied_threads().is_none_or(|t| t.first() == Some(&-1));
-        let Some(clock) = first(if system_wide { SW_CPU_CLOCK } else { SW_TASK_CLOCK }) else { return Vec::new() };
+        let Some(clock) = first(if system_wide { SW_CPU_CLOCK } else { SW_TASK_CLOCK }) else { return Found::default() };
         let mut found: Vec<(usize, &'static Metric)> = METRICS
             .iter()
             .filter_map(|m| {
@@ -140,7 +144,11 @@ impl Metrics {
             })
             .collect();
         found.sort_by_key(|&(display, _)| display);
-        found.into_iter().map(|(_, m)| m).collect()
+        let mut metrics = Found::default();
+        for (slot, (_, m)) in metrics.iter_mut().zip(found) {
+            *slot = Some(m);
+        }
+        metrics
     }
 }
 
@@ -173,7 +181,7 @@ mod tests {
     }
 
     fn names(m: &mut Metrics, evlist: &Evlist) -> Vec<&'static str> {
-        m.find(evlist).iter().map(|m| m.name).collect()
+        m.find(evlist).iter().flatten().map(|m| m.name).collect()
     }
 
     const SW: u32 = PERF_TYPE_SOFTWARE;

@@ -657,7 +657,7 @@ impl Script {
             self.print_srccode(machine, s.tid, CpuMode::from_misc(misc), s.ip);
         }
         if fields & f::METRIC != 0 {
-            for metric in self.metrics.sample(evlist, s.tid).unwrap_or_default() {
+            for metric in self.metrics.sample(evlist, s.tid).into_iter().flatten().flatten() {
                 self.print_start(fields, ev.comm, s.pid, s.tid, s.cpu, s.time, misc, kind::SAMPLE, with_callchain && fields & f::IP != 0);
                 metric::print_line(&mut self.buf, metric);
             }

@@ -43,7 +43,7 @@ use std::rc::Rc;
 
 use super::object::Object;
 use super::{MapRef, Met, Process};
-use crate::fasthash::FastMap;
+use crate::fasthash::{FastMap, is_full_for};
 
 /// A module as libdw keeps it.
 #[derive(Debug, Clone)]
@@ -111,6 +111,17 @@ struct Remembered {
     met: Option<Met>,
 }
 
+impl Remembered {
+    /// The report again: the process meets what it met, and the answer.
+    #[inline]
+    fn replay(&self, process: &dyn Process) -> Result<(), ()> {
+        if let Some(met) = &self.met {
+            process.met(met);
+        }
+        self.answer
+    }
+}
+
 /// Remembered reports kept before all are forgotten (a bound for garbage
 /// addresses from broken stacks).
 const MAX_MEMO: usize = 1 << 16;
@@ -164,10 +175,7 @@ impl ModuleSpace {
             && last == key
             && let Some(r) = &self.remembered[index as usize][slot]
         {
-            if let Some(met) = &r.met {
-                process.met(met);
-            }
-            return r.answer;
+            return r.replay(process);
         }
         self.report_lookup(process, key, slot, stamp)
     }
@@ -182,10 +190,7 @@ impl ModuleSpace {
         if let Some(index) = self.memo.get(&key).copied() {
             self.memo_last = Some((key, index));
             if let Some(r) = &self.remembered[index as usize][slot] {
-                if let Some(met) = &r.met {
-                    process.met(met);
-                }
-                return r.answer;
+                return r.replay(process);
             }
         }
         let addr = key.wrapping_sub(slot as u64);
@@ -202,7 +207,7 @@ impl ModuleSpace {
         if self.version != version {
             self.forget();
         } else {
-            if self.memo.len() >= MAX_MEMO && !self.memo.contains_key(&key) {
+            if is_full_for(&self.memo, &key, MAX_MEMO) {
                 self.forget();
             }
             let remembered = &mut self.remembered;

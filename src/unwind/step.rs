@@ -22,7 +22,7 @@ use super::expr::{self, Machine};
 use super::memory::Memory;
 use super::modules::ModuleSpace;
 use super::regs::{Arch, RegFile};
-use crate::fasthash::FastMap;
+use crate::fasthash::{FastMap, is_full_for};
 
 /// libdw's `pc_state` of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,7 +280,7 @@ impl RowCache {
         let plan = match self.rows.get(&key) {
             Some(&plan) => plan,
             None => {
-                if self.rows.len() >= MAX_CACHED_ROWS {
+                if is_full_for(&self.rows, &key, MAX_CACHED_ROWS) {
                     self.clear();
                 }
                 self.plans.push(table.row(arch, addr).ok().map(|row| Plan::new(arch, &row, table)));
