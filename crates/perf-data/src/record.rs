@@ -479,10 +479,7 @@ pub fn cpu_map_cpus(data: &[u8], e: Endian) -> Option<Vec<i64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(ws: &[u64]) -> Vec<u8> {
-        ws.iter().flat_map(|w| w.to_le_bytes()).collect()
-    }
+    use crate::sample::tests::le as words;
 
     #[test]
     fn thread_map_reads_only_the_entries_the_body_holds() {

@@ -635,11 +635,12 @@ impl SampleId {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::attr::flag;
 
-    fn le(words: &[u64]) -> Vec<u8> {
+    /// Little-endian bytes of 64-bit words.
+    pub(crate) fn le(words: &[u64]) -> Vec<u8> {
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 
