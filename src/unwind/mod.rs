@@ -48,7 +48,7 @@ pub(crate) use user::UserUnwinder;
 pub use user::{UnwindOptions, UnwindStats, UnwindStyles};
 
 use memory::Memory;
-use regs::RegFile;
+use regs::{InitialLayout, RegFile};
 use step::{Ctx, FrameState, PcState, RowCache};
 
 /// The process being unwound, as perf sees it at the sample's time.
@@ -184,6 +184,8 @@ pub struct Unwinder {
     rows: RowCache,
     /// The two frames of an unwind (see `unwind_into`).
     slots: [FrameState; 2],
+    /// The register layout of the last sample's mask.
+    layout: InitialLayout,
 }
 
 /// The most frames one unwind produces, whatever `max_stack` says (perf
@@ -193,7 +195,7 @@ pub const MAX_FRAMES: usize = 1 << 16;
 impl Unwinder {
     pub fn new(arch: Arch) -> Unwinder {
         let slot = || FrameState { regs: RegFile::empty(arch.frame_nregs()), pc: 0, pc_state: PcState::Undefined, initial: false, signal: false };
-        Unwinder { arch, rows: RowCache::default(), slots: [slot(), slot()] }
+        Unwinder { arch, rows: RowCache::default(), slots: [slot(), slot()], layout: InitialLayout::new(arch, 0) }
     }
 
     /// How many CFI rows are cached.
@@ -248,10 +250,13 @@ impl Unwinder {
         // first is set up here, the other is written whole by a step
         // before anything reads it (a step that fails leaves it alone, and
         // its caller is never looked at).
-        let Unwinder { arch, rows, slots } = self;
+        let Unwinder { arch, rows, slots, layout } = self;
         let arch = *arch;
+        if layout.mask != regs.mask {
+            *layout = InitialLayout::new(arch, regs.mask);
+        }
         let first = &mut slots[0];
-        first.regs.set_initial(arch, regs);
+        first.regs.set_initial_by(layout, regs);
         first.pc = ip;
         first.pc_state = PcState::Set;
         first.initial = true;
