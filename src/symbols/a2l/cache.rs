@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 const MAGIC: &[u8; 12] = b"PSTITCH-A2L\0";
 /// Bumped whenever what is stored, or what it means, changes.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// No cache file is read past this size (libc's is about 200 KB).
 const MAX_FILE: u64 = 64 << 20;
 
@@ -88,8 +88,8 @@ pub struct DecodeSummary {
     pub seq_ranges: Vec<(u64, u64)>,
     /// The rows after the last end of sequence, which a line lookup sees.
     pub open: Option<(u64, u64)>,
-    /// The span of the function ranges.
-    pub func_span: Option<(u64, u64)>,
+    /// What the function ranges cover (see `ranges::Coverage`).
+    pub func_ranges: Vec<(u64, u64)>,
     /// The units the scan asked to be decoded, in order.
     pub deps: Vec<u32>,
     /// How many units the scan's references needed read.
@@ -330,7 +330,7 @@ pub fn encode(key: &Key, s: &Summary) -> Vec<u8> {
                 o.u8(2);
                 o.ranges(&d.seq_ranges);
                 o.range(d.open);
-                o.range(d.func_span);
+                o.ranges(&d.func_ranges);
                 o.len(d.deps.len());
                 for &u in &d.deps {
                     o.u32(u);
@@ -464,12 +464,12 @@ pub fn decode(bytes: &[u8], key: &Key) -> Option<Summary> {
             2 => {
                 let seq_ranges = r.ranges()?;
                 let open = r.range()?;
-                let func_span = r.range()?;
+                let func_ranges = r.ranges()?;
                 let k = r.count(4)?;
                 let deps = (0..k).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
                 let parsed = r.u32()?;
                 let has_vars = r.flag()?;
-                Some(Decode::Done(DecodeSummary { seq_ranges, open, func_span, deps, parsed, has_vars }))
+                Some(Decode::Done(DecodeSummary { seq_ranges, open, func_ranges, deps, parsed, has_vars }))
             }
             _ => return None,
         };
@@ -534,7 +534,7 @@ mod tests {
                 Some(Decode::Done(DecodeSummary {
                     seq_ranges: vec![(0x1000, 0x1800)],
                     open: Some((5, 6)),
-                    func_span: Some((0x1000, 0x1700)),
+                    func_ranges: vec![(0x1000, 0x1700), (0x1900, 0x1a00)],
                     deps: vec![0, 2],
                     parsed: 3,
                     has_vars: true,

@@ -10,7 +10,7 @@
 //!
 //! Reading a unit's header and decoding a unit are functions of the
 //! section bytes alone. What a decode does to *other* lookups is small: the
-//! unit's ranges grow by its line sequences and its function span (both go
+//! unit's ranges grow by its line sequences and its functions' cover (both go
 //! into the range index), and its scan reads and decodes the units its
 //! references name (`Trail`: `parsed`, `deps`). Its own tables (rows,
 //! functions, variables) matter only to a lookup that lands in the unit.
@@ -33,7 +33,7 @@
 //!   whoever made them; built line tables are packed by `settle` like
 //!   freshly decoded ones;
 //! - a lookup that would have looked into a unit's tables without finding
-//!   anything asks the summary first: no function range outside the span,
+//!   anything asks the summary first: no function range outside the cover,
 //!   no row outside the sequences (`may_hold`), no variable where the unit
 //!   has none.
 //!
@@ -52,7 +52,7 @@ use super::cache::{Decode, DecodeSummary, Key, Summary, UnitHeader};
 use super::sections_cache::{Compressed, Place};
 use crate::engine::board::Board;
 use super::lines::{LineHit, LineTable, NameMemo, Rows, StrSections};
-use super::ranges::RangeIndex;
+use super::ranges::{Coverage, RangeIndex};
 use super::reader::Reader;
 use crate::fasthash::FastMap;
 use crate::symbols::elf::{Elf, SectionBytes};
@@ -329,7 +329,7 @@ pub struct Ready {
     /// The unit's offset in `.debug_info` (checks it is the same unit).
     offset: usize,
     decoded: Box<Decoded>,
-    func_span: Option<(u64, u64)>,
+    func_cover: Coverage,
     trail: Trail,
 }
 
@@ -392,8 +392,8 @@ pub struct Unit {
     /// Line table decoded (binutils' `line_table != NULL`).
     pub lines_ready: bool,
     pub decoded: Option<Box<Decoded>>,
-    /// Lowest and highest address of the function ranges, once scanned.
-    pub func_span: Option<(u64, u64)>,
+    /// What the function ranges cover, once scanned.
+    pub func_cover: Coverage,
     /// Decoded from a cache summary: the tables are built when first
     /// needed (`decoded`: the line table only, or nothing yet).
     lazy: Option<Box<Lazy>>,
@@ -456,7 +456,7 @@ impl Unit {
             error: false,
             lines_ready: false,
             decoded: None,
-            func_span: None,
+            func_cover: Coverage::default(),
             lazy: None,
         })
     }
@@ -475,7 +475,7 @@ pub struct Dwarf {
     pub s: Sections,
     pub units: Vec<Unit>,
     /// The known ranges of parsed units (unit ranges, line sequences, and
-    /// the span of the function ranges of decoded units).
+    /// what the function ranges of decoded units cover).
     index: RangeIndex,
     /// Offset of the next unit binutils would read, `None` once it stopped.
     next_unit: Option<usize>,
@@ -924,7 +924,7 @@ impl Dwarf {
             error: false,
             lines_ready: false,
             decoded: None,
-            func_span: None,
+            func_cover: Coverage::default(),
             lazy: None,
         };
         let compunit = tag == DW_TAG_COMPILE_UNIT;
@@ -1162,13 +1162,20 @@ impl Dwarf {
             Some(d) => (d.lines.seq_ranges.clone(), d.lines.open_range(), !d.vars.is_empty()),
             None => (Vec::new(), None, false),
         };
-        Decode::Done(DecodeSummary { seq_ranges, open, func_span: u.func_span, deps: trail.deps.clone(), parsed: trail.parsed, has_vars })
+        Decode::Done(DecodeSummary {
+            seq_ranges,
+            open,
+            func_ranges: u.func_cover.ranges().to_vec(),
+            deps: trail.deps.clone(),
+            parsed: trail.parsed,
+            has_vars,
+        })
     }
 
     /// Does what decoding unit `ui` did when the summary was made, without
     /// building its tables: its ranges grow by its line sequences, the
-    /// units its scan read and decoded are read and decoded, and its
-    /// function span is known. The tables wait for a lookup that needs
+    /// units its scan read and decoded are read and decoded, and what its
+    /// functions cover is known. The tables wait for a lookup that needs
     /// them ([`Dwarf::tables_of`]).
     fn replay_summary(&mut self, ui: usize, d: Decode) -> bool {
         let Decode::Done(d) = d else {
@@ -1185,7 +1192,7 @@ impl Dwarf {
             self.spoil();
             return self.fail(ui);
         }
-        self.functions_spanned(ui, d.func_span);
+        self.functions_covered(ui, Coverage::of(d.func_ranges.into_iter()));
         true
     }
 
@@ -1203,11 +1210,11 @@ impl Dwarf {
         u.lines_ready = true;
     }
 
-    /// Unit `ui`'s scan found functions spanning `span`: the range index
-    /// holds the span too.
-    fn functions_spanned(&mut self, ui: usize, span: Option<(u64, u64)>) {
-        self.units[ui].func_span = span;
-        self.index.add(ui, span.into_iter());
+    /// Unit `ui`'s scan found functions covering `cover`: the range index
+    /// holds those ranges too.
+    fn functions_covered(&mut self, ui: usize, cover: Coverage) {
+        self.index.add(ui, cover.ranges().iter().copied());
+        self.units[ui].func_cover = cover;
     }
 
     /// What a replayed decode of unit `ui` did through its references:
@@ -1314,14 +1321,14 @@ impl Dwarf {
             let summary = Decode::Done(DecodeSummary {
                 seq_ranges: ready.decoded.lines.seq_ranges.clone(),
                 open: ready.decoded.lines.open_range(),
-                func_span: ready.func_span,
+                func_ranges: ready.func_cover.ranges().to_vec(),
                 deps: ready.trail.deps.clone(),
                 parsed: ready.trail.parsed,
                 has_vars: !ready.decoded.vars.is_empty(),
             });
             self.learned(ui, summary);
         }
-        let Ready { decoded, func_span, trail, .. } = ready;
+        let Ready { decoded, func_cover, trail, .. } = ready;
         let Decoded { lines, funcs, vars, .. } = *decoded;
         self.fresh.push(ui as u32);
         self.lines_decoded(ui, &lines.seq_ranges);
@@ -1335,7 +1342,7 @@ impl Dwarf {
             self.spoil();
             return self.fail(ui);
         }
-        self.functions_spanned(ui, func_span);
+        self.functions_covered(ui, func_cover);
         if let Some(d) = self.units[ui].decoded.as_mut() {
             d.funcs = funcs;
             d.vars = vars;
@@ -1367,7 +1374,7 @@ impl Dwarf {
             let Some(mut d) = u.decoded.take() else { continue };
             d.lines.pack();
             u.decoded = Some(Box::new(Decoded { lines: d.lines.file_names(), funcs: Vec::new(), vars: Vec::new(), lookup: None }));
-            out.push((ui, Ready { offset: u.offset, decoded: d, func_span: u.func_span, trail: t }));
+            out.push((ui, Ready { offset: u.offset, decoded: d, func_cover: u.func_cover.clone(), trail: t }));
         }
         out
     }
@@ -1388,17 +1395,7 @@ impl Dwarf {
         if u.first_child.is_some() {
             match self.scan(ui) {
                 Some((funcs, vars)) => {
-                    let mut span: Option<(u64, u64)> = None;
-                    for &(l, h) in funcs.iter().flat_map(|f| f.aranges.iter()) {
-                        if l == h {
-                            continue;
-                        }
-                        span = Some(match span {
-                            Some((a, b)) => (a.min(l), b.max(h)),
-                            None => (l, h),
-                        });
-                    }
-                    self.functions_spanned(ui, span);
+                    self.functions_covered(ui, Coverage::of(funcs.iter().flat_map(|f| f.aranges.iter().copied())));
                     if let Some(d) = self.units[ui].decoded.as_mut() {
                         d.funcs = funcs;
                         d.vars = vars;
@@ -1887,9 +1884,9 @@ impl Dwarf {
 
     /// binutils' `lookup_address_in_function_table`.
     pub fn lookup_function(&mut self, ui: usize, addr: u64) -> Option<u32> {
-        // No range holds an address outside their span: no need to build
+        // No range holds an address outside their cover: no need to build
         // the table (most units decoded never hold an address looked up).
-        if self.units[ui].func_span.is_none_or(|(l, h)| addr < l || addr >= h) {
+        if !self.units[ui].func_cover.contains(addr) {
             return None;
         }
         if !self.tables_of(ui, Some(addr)) {
@@ -2102,13 +2099,17 @@ mod tests {
     }
 
     #[test]
-    fn function_lookup_outside_the_span_builds_nothing() {
+    fn function_lookup_outside_the_cover_builds_nothing() {
         let mut d = dwarf("cwork");
         let ui = d.parse_next().expect("a unit");
         assert!(d.maybe_decode(ui));
-        let (lo, hi) = d.units[ui].func_span.expect("functions");
+        let cover = d.units[ui].func_cover.ranges().to_vec();
+        let (lo, hi) = (cover[0].0, cover[cover.len() - 1].1);
         assert_eq!(d.lookup_function(ui, hi), None);
         assert_eq!(d.lookup_function(ui, lo.wrapping_sub(1)), None);
+        // Between two of its functions' ranges (main in .text.startup).
+        assert!(cover.len() > 1, "{cover:x?}");
+        assert_eq!(d.lookup_function(ui, cover[0].1), None);
         assert!(d.units[ui].decoded.as_ref().unwrap().lookup.is_none());
         assert!(d.lookup_function(ui, lo).is_some());
     }
