@@ -21,7 +21,8 @@ in the same run on the same machine.
    recordings, never on the benchmark's), which is the one the targets are
    checked against (--no-pgo: the cargo build instead).
 3. Runs perf-ref and both pstitch builds in turn, <runs> times each (each
-   run after a rest of SETTLE seconds), on:
+   run after a rest of SETTLE seconds; each build with a cache directory of
+   its own in --workdir, filled by an untimed run first), on:
    - the recording with --no-inline,
    - the recording with inline frames (the default),
    - the lagging deferred variant with --no-inline,
@@ -114,10 +115,18 @@ def count_samples(path):
 BINARIES = {}
 
 
+# Where each pstitch build keeps its cache (set in main). One directory per
+# build: builds of different versions may write different cache formats, and
+# sharing a directory, each run would find the other build's files, ignore
+# them and decode afresh.
+CACHE_ROOT = None
+
+
 def tool_cmd(tool, path, extra):
     if tool == "perf":
         return [PERF_REF, "script", "-i", path] + extra
-    return [BINARIES[tool], "script", "-i", path, "--symfs=/", "--kallsyms=/proc/kallsyms"] + extra
+    return ["env", f"XDG_CACHE_HOME={os.path.join(CACHE_ROOT, tool)}", BINARIES[tool], "script", "-i", path,
+            "--symfs=/", "--kallsyms=/proc/kallsyms"] + extra
 
 
 # Seconds of rest before each timed run. On the 2-vCPU VM this was built
@@ -241,6 +250,8 @@ def main():
     BINARIES["pstitch"] = cargo_build
 
     big, deferred, lagging, dwarf = prepare(args)
+    global CACHE_ROOT
+    CACHE_ROOT = os.path.join(args.workdir, "cache")
     if not args.no_pgo:
         BINARIES["pstitch"] = subprocess.run([os.path.join(ROOT, "bench/pgo-build.sh")], check=True,
                                              capture_output=True, text=True).stdout.strip()
@@ -263,6 +274,11 @@ def main():
         times = {t: [] for t in tools}
         rss = {t: [] for t in tools}
         warm(path)
+        # Every timed run of a build finds the cache its first run leaves.
+        for tool in tools:
+            if tool != "perf":
+                subprocess.run(tool_cmd(tool, path, extra), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"), check=True)
         for _ in range(args.runs):
             for tool in tools:
                 w, r = timed(tool_cmd(tool, path, extra))
