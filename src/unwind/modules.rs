@@ -76,12 +76,14 @@ pub struct ModuleSpace {
     /// The module of each segment (`lookup_module`); `None` once the list
     /// changed, until the next lookup rebuilds it.
     owners: Option<Vec<Option<u32>>>,
-    /// The segment the last lookup found, `[start, end)`, and its module:
-    /// consecutive frames are mostly in one module. Kept only while the
-    /// table is sorted, where the search finds a segment for exactly the
-    /// addresses in it (in an unsorted one, which segment an address
-    /// finds depends on the search's path); forgotten with the table.
-    last: Option<(u64, u64, u32)>,
+    /// The segments the last two searches found, `[start, end)`, and
+    /// their modules, the latest first: consecutive frames are mostly in
+    /// one module, or go back and forth between a program and a library.
+    /// Kept only while the table is sorted, where the search finds a
+    /// segment for exactly the addresses in it (in an unsorted one, which
+    /// segment an address finds depends on the search's path); forgotten
+    /// with the table.
+    last: [Option<(u64, u64, u32)>; 2],
     /// The boundaries rise strictly (no modules overlap).
     sorted: bool,
     /// `dwfl_attach_state` succeeded once.
@@ -133,6 +135,7 @@ fn short_name(long: &[u8]) -> &[u8] {
 
 impl ModuleSpace {
     /// `dwfl_addrmodule`: the module covering `addr`.
+    #[inline]
     pub(crate) fn find(&mut self, addr: u64) -> Option<&Module> {
         let i = self.find_index(addr)?;
         Some(&self.modules[i as usize])
@@ -262,7 +265,7 @@ impl ModuleSpace {
             }
         }
         self.owners = None;
-        self.last = None;
+        self.last = [None; 2];
         self.version += 1;
         match found {
             Some((pos, i)) => {
@@ -284,10 +287,8 @@ impl ModuleSpace {
     /// `dwfl_addrsegment`'s module for `addr`.
     #[inline]
     fn find_index(&mut self, addr: u64) -> Option<u32> {
-        if let Some((start, end, m)) = self.last
-            && start <= addr
-            && addr < end
-        {
+        let holds = |l: Option<(u64, u64, u32)>| l.filter(|&(start, end, _)| start <= addr && addr < end).map(|l| l.2);
+        if let Some(m) = holds(self.last[0]).or_else(|| holds(self.last[1])) {
             return Some(m);
         }
         self.find_index_search(addr)
@@ -304,7 +305,7 @@ impl ModuleSpace {
         match owners[idx] {
             Some(m) => {
                 if self.sorted {
-                    self.last = Some((self.bounds[idx], self.bounds.get(idx + 1).copied().unwrap_or(u64::MAX), m));
+                    self.last = [Some((self.bounds[idx], self.bounds.get(idx + 1).copied().unwrap_or(u64::MAX), m)), self.last[0]];
                 }
                 Some(m)
             }
@@ -356,7 +357,7 @@ impl ModuleSpace {
         }
         self.owners = Some(owners);
         self.sorted = self.bounds.is_sorted_by(|a, b| a < b);
-        self.last = None;
+        self.last = [None; 2];
     }
 }
 
@@ -537,7 +538,7 @@ mod tests {
         let mut space = ModuleSpace::default();
         assert_eq!(space.report_map(&map(0x2000, 0x1000, &obj), 0x2800), Ok(()));
         assert_eq!(at(&mut space, 0x8800), Some(0x1000));
-        assert_eq!(space.last.map(|(start, end, _)| (start, end)), Some((0x1000, 0x9000)));
+        assert_eq!(space.last[0].map(|(start, end, _)| (start, end)), Some((0x1000, 0x9000)));
         // A module of its own further up: the table stays sorted.
         let other = MapRef { start: 0x20000, pgoff: 0, name: "/lib/other".as_bytes().into(), object: Some(obj.clone()), jitted: false };
         assert_eq!(space.report_map(&other, 0x20800), Ok(()));
@@ -549,15 +550,21 @@ mod tests {
         assert_eq!(at(&mut space, 0x28001), None);
         assert_eq!(at(&mut space, 0x1800), Some(0x1000));
         assert_eq!(at(&mut space, 0x27000), Some(0x20000));
+        // Both modules' segments are kept: going back and forth between
+        // them searches nothing.
+        let kept = |space: &ModuleSpace| space.last.map(|l| l.map(|(start, _, _)| start));
+        assert_eq!(kept(&space), [Some(0x1000), Some(0x20000)]);
+        assert_eq!((at(&mut space, 0x1800), at(&mut space, 0x27800)), (Some(0x1000), Some(0x20000)));
+        assert_eq!(kept(&space), [Some(0x1000), Some(0x20000)]);
         // The text's file again at another base, over the segment found
         // last: the new module answers, and the unsorted table is searched.
         assert_eq!(at(&mut space, 0x8800), Some(0x1000));
         assert_eq!(space.report_map(&map(0x8000, 0x6000, &obj), 0x8800), Ok(()));
         assert_eq!(at(&mut space, 0x8800), Some(0x2000));
-        assert!(!space.sorted && space.last.is_none());
+        assert!(!space.sorted && space.last == [None; 2]);
         assert_eq!(at(&mut space, 0x1800), Some(0x1000));
         assert_eq!(at(&mut space, 0xa800), None);
-        assert!(space.last.is_none());
+        assert_eq!(space.last, [None; 2]);
     }
 
     /// A report asked again for the last address is answered from its
