@@ -129,6 +129,10 @@ def tool_cmd(tool, path, extra):
             "--symfs=/", "--kallsyms=/proc/kallsyms"] + extra
 
 
+# The environment of every run, perf's and pstitch's (as perf-ref runs).
+ENV = dict(os.environ, PERF_BUILDID_DIR="/nonexistent")
+
+
 # Seconds of rest before each timed run. On the 2-vCPU VM this was built
 # on, a program started right after a 14 s CPU-bound run (perf's, or a shell
 # loop's) took 5-15% longer than the same program started a few seconds
@@ -149,8 +153,7 @@ def timed_cpu(cmd, stdin=None):
     time.sleep(SETTLE)
     src = open(stdin, "rb") if stdin else subprocess.DEVNULL
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdin=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"))
+    p = subprocess.Popen(cmd, stdin=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     if stdin:
         src.close()
     # wait4 gives the child's peak RSS (and its waited-for descendants',
@@ -176,8 +179,7 @@ def warm(path):
 def output_hash(cmd, drop_comm):
     """SHA-256 of a run's output (sample-line comms dropped if asked)."""
     h = hashlib.sha256()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"))
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
     for line in p.stdout:
         if drop_comm and line[:1] not in (b"\t", b"\n", b" "):
             # Everything before the tid: a comm may hold spaces.
@@ -277,8 +279,8 @@ def main():
         # Every timed run of a build finds the cache its first run leaves.
         for tool in tools:
             if tool != "perf":
-                subprocess.run(tool_cmd(tool, path, extra), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=dict(os.environ, PERF_BUILDID_DIR="/nonexistent"), check=True)
+                subprocess.run(tool_cmd(tool, path, extra), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV,
+                               check=True)
         for _ in range(args.runs):
             for tool in tools:
                 w, r = timed(tool_cmd(tool, path, extra))
