@@ -333,6 +333,23 @@ pub struct Ready {
     trail: Trail,
 }
 
+/// What decoding a unit did, for the cache: from its tables (`None`: it
+/// has none), its functions' cover and its trail.
+fn decode_summary(decoded: Option<&Decoded>, cover: &Coverage, trail: &Trail) -> Decode {
+    let (seq_ranges, open, has_vars) = match decoded {
+        Some(d) => (d.lines.seq_ranges.clone(), d.lines.open_range(), !d.vars.is_empty()),
+        None => (Vec::new(), None, false),
+    };
+    Decode::Done(DecodeSummary {
+        seq_ranges,
+        open,
+        func_ranges: cover.ranges().to_vec(),
+        deps: trail.deps.clone(),
+        parsed: trail.parsed,
+        has_vars,
+    })
+}
+
 /// Declaration coordinates collected by `find_abstract_instance`.
 #[derive(Default)]
 struct Decl {
@@ -1158,18 +1175,7 @@ impl Dwarf {
     /// What decoding unit `ui` (just done, with `trail`) did, for the cache.
     fn summary_of(&self, ui: usize, trail: &Trail) -> Decode {
         let u = &self.units[ui];
-        let (seq_ranges, open, has_vars) = match &u.decoded {
-            Some(d) => (d.lines.seq_ranges.clone(), d.lines.open_range(), !d.vars.is_empty()),
-            None => (Vec::new(), None, false),
-        };
-        Decode::Done(DecodeSummary {
-            seq_ranges,
-            open,
-            func_ranges: u.func_cover.ranges().to_vec(),
-            deps: trail.deps.clone(),
-            parsed: trail.parsed,
-            has_vars,
-        })
+        decode_summary(u.decoded.as_deref(), &u.func_cover, trail)
     }
 
     /// Does what decoding unit `ui` did when the summary was made, without
@@ -1318,14 +1324,7 @@ impl Dwarf {
     /// its functions are in place.
     fn replay(&mut self, ui: usize, ready: Ready) -> bool {
         if self.learn.is_some() {
-            let summary = Decode::Done(DecodeSummary {
-                seq_ranges: ready.decoded.lines.seq_ranges.clone(),
-                open: ready.decoded.lines.open_range(),
-                func_ranges: ready.func_cover.ranges().to_vec(),
-                deps: ready.trail.deps.clone(),
-                parsed: ready.trail.parsed,
-                has_vars: !ready.decoded.vars.is_empty(),
-            });
+            let summary = decode_summary(Some(&ready.decoded), &ready.func_cover, &ready.trail);
             self.learned(ui, summary);
         }
         let Ready { decoded, func_cover, trail, .. } = ready;
