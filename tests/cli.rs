@@ -578,3 +578,39 @@ fn the_ordering_queue_limit_is_an_option_and_said() {
     let out = pstitch().args(["script", "--queue-limit", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(129));
 }
+
+/// perf unwinds a `--call-graph dwarf` sample only where it prints the
+/// sample's ip (`process_event` resolves the callchain there): with a
+/// field list without the ip, pstitch unwinds nothing either, so it has
+/// nothing to say about samples without user frames (dwarf-c has some, in
+/// `[vdso]`), and its output is still perf's (the golden variant `no-ip`).
+/// In both thread modes.
+#[test]
+fn dwarf_stacks_are_unwound_only_where_the_ip_is_shown() {
+    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/dwarf-c");
+    let cache = std::env::temp_dir().join(format!("pstitch-no-ip-cache-{}", std::process::id()));
+    for threads in ["1", "2"] {
+        let run = |fields: &[&str]| {
+            let out = pstitch()
+                .current_dir(&case)
+                .env("PERF_BUILDID_DIR", "/nonexistent")
+                .env("XDG_CACHE_HOME", &cache)
+                .env("PSTITCH_THREADS", threads)
+                .args(["script", "-i", "perf.data", "--symfs=symfs", "--kallsyms=kallsyms"])
+                .args(fields)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0));
+            let said = String::from_utf8_lossy(&out.stderr).contains("--call-graph dwarf");
+            (out.stdout, said)
+        };
+        let (_, said) = run(&[]);
+        assert!(said, "the default output unwinds, and says which samples have no user frames");
+        let (_, said) = run(&["-F", "comm,tid,ip,sym"]);
+        assert!(said, "the ip is shown: unwound");
+        let (out, said) = run(&["-F", "comm,pid,tid,time,event,period"]);
+        assert!(!said, "no ip shown: nothing unwound ({threads} threads)");
+        assert!(out == std::fs::read(case.join("no-ip.out")).unwrap(), "output differs from perf's");
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+}

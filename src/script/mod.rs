@@ -982,6 +982,12 @@ fn is_dummy(attr: &Attr) -> bool {
 }
 
 impl Tool for Script {
+    /// perf's `process_event` resolves the callchain (unwinding a
+    /// `--call-graph dwarf` stack) only where it prints the ip.
+    fn shows_callchain(&self, attr: &Attr) -> bool {
+        self.use_callchain && self.opts.fields.types[output_type(attr)].fields & f::IP != 0
+    }
+
     fn lookahead(&mut self, cx: &mut Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
         self.prefetch_symbols(cx, records);
     }

@@ -1061,7 +1061,7 @@ fn deliver_filtered(tool: &mut dyn Tool, Delivery { mut cx, read_values: seen, m
 
 /// Delivers a sample that passes the filters, with its thread resolved
 /// as perf's `machine__resolve` does (creating it if needed), and its user
-/// stack unwound if it has one to unwind (perf's
+/// stack unwound if it has one to unwind and the tool shows it (perf's
 /// `thread__resolve_callchain_unwind`) or taken from its LBR call stack
 /// (`lbr_max_stack`: see [`lbr`]). `held_comm`: the comm of a sample that
 /// was held for its deferred callchain.
@@ -1083,6 +1083,7 @@ fn deliver_one(tool: &mut dyn Tool, cx: &mut Context<'_>, unwinder: Option<&mut 
     let attr = &cx.evlist.evsels[evsel].attr;
     let mut lbr_user = Vec::new();
     let callchain = match (callchain, unwinder) {
+        (c, _) if !tool.shows_callchain(attr) => c,
         (Some(Callchain::Recorded(recorded)), Some(u)) if UserUnwinder::applies(attr.sample_type) => {
             let features = cx.features;
             let user = u.unwind(cx.machine, s, cx.endian, || features.string(feat::ARCH));

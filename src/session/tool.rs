@@ -7,6 +7,7 @@
 //! filters and, with deferred user callchains, carry their merged
 //! callchain. A tool only consumes.
 
+use perf_data::attr::Attr;
 use perf_data::bytes::{Endian, U64Array};
 use perf_data::evlist::Evlist;
 use perf_data::features::Features;
@@ -211,6 +212,14 @@ pub enum SideBand<'r> {
 pub trait Tool {
     /// A sample, filtered, with its callchain to show.
     fn sample(&mut self, cx: &mut Context<'_>, ev: &SampleEvent<'_>) -> Result<()>;
+
+    /// Whether the tool shows (or uses) the callchains of `attr`'s
+    /// samples. Where it does not, the session leaves their user stacks as
+    /// recorded: no DWARF unwinding, no LBR call stack (perf resolves a
+    /// sample's callchain only where it prints the sample's ip).
+    fn shows_callchain(&self, _attr: &Attr) -> bool {
+        true
+    }
 
     /// A sample was held for its deferred user callchain (callchains
     /// merged); it is delivered later with [`SampleEvent::held`] set. Held
