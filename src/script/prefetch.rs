@@ -72,6 +72,11 @@ impl Script {
         if self.lookahead_left == 0 || !ctx.filter.is_empty() || !self.use_callchain {
             return;
         }
+        // Only samples whose callchain is printed count towards the budget:
+        // without one, every flush would collect its records for nothing.
+        if !ctx.evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN) && self.opts.fields.types[output_type(&e.attr)].fields & f::IP != 0) {
+            return;
+        }
         let records: Vec<(usize, Record<'_>)> = records
             .filter_map(|(evsel, bytes)| {
                 let header = RecordHeader::parse(bytes, ctx.endian)?;
