@@ -28,7 +28,9 @@ in the same run on the same machine.
    - the lagging deferred variant with --no-inline,
    - the same deferred variant without lag (pstitch only: the 1.5x lag budget),
    - the dwarf recording (default output: unwound, inline frames),
-   and prints median wall time, the perf/pstitch ratio and peak RSS;
+   and prints median wall time, the perf/pstitch ratio and peak RSS, and
+   pstitch's CPU time per case against the wall time each target allows
+   (a run cannot take less wall time than its CPU time over the cores);
    then `pstitch inject` on the deferred variant (to a file in --workdir)
    against `pstitch script --no-inline` on it (budget: no slower), and
    inject from a pipe-mode copy of it on standard input (its peak RSS).
@@ -271,10 +273,11 @@ def main():
     if args.only:
         keep = set(args.only.split(","))
         cases = [c for c in cases if c[0] in keep]
-    rows, ok, baselines = [], True, []
+    rows, ok, baselines, cpus = [], True, [], {}
     for name, path, extra, deviates in cases:
         times = {t: [] for t in tools}
         rss = {t: [] for t in tools}
+        cpu = {t: [] for t in tools}
         warm(path)
         # Every timed run of a build finds the cache its first run leaves.
         for tool in tools:
@@ -283,9 +286,10 @@ def main():
                                check=True)
         for _ in range(args.runs):
             for tool in tools:
-                w, r = timed(tool_cmd(tool, path, extra))
+                w, r, c = timed_cpu(tool_cmd(tool, path, extra))
                 times[tool].append(w)
                 rss[tool].append(r)
+                cpu[tool].append(c)
         hashes = {output_hash(tool_cmd(t, path, extra), deviates) for t in tools}
         same = len(hashes) == 1
         ok &= same
@@ -297,6 +301,7 @@ def main():
                               statistics.median(pairs), max(rss["baseline"]), max(rss["pstitch"])))
         rows.append((name, statistics.median(times["perf"]), statistics.median(times["pstitch"]),
                      max(rss["perf"]), max(rss["pstitch"]), same, cargo))
+        cpus[name] = statistics.median(cpu["pstitch"])
 
     # The lag budget: pstitch on the lagging file vs the same file without lag.
     lag_budget = None
@@ -316,6 +321,13 @@ def main():
         ok &= met
         print(f"{name:<10} {tp:>9.2f}s {ts:>9.2f}s {ratio:>7.1f}x {target:>6.0f}x {rp / 1024:>8.0f}MB {rs / 1024:>10.0f}MB  "
               f"{'identical' if same else 'DIFFERENT'}{'' if met else '  (target missed)'}")
+    # What the machine allows: a run cannot take less wall time than its
+    # CPU time spread over every core.
+    cores = os.cpu_count() or 1
+    print(f"\npstitch's CPU time (user + system, medians), and the least wall time it allows on {cores} cores:")
+    for name, tp, *_ in rows:
+        print(f"{name:<10} {cpus[name]:>9.2f}s  >= {cpus[name] / cores:.2f} s of wall time "
+              f"(the {TARGETS[name]:.0f}x target allows {tp / TARGETS[name]:.2f} s)")
     if not args.no_pgo:
         print("\nthe cargo build (`cargo build --release`), same runs, for comparison (not checked):")
         for name, tp, _, _, _, _, (tc, rc) in rows:
