@@ -22,7 +22,6 @@
 //! depends on the lookahead. With sample filters it is off: filtered
 //! samples load nothing.
 
-use super::fields::{f, output_type};
 use crate::symbols::loader::LoadRequest;
 use super::{Script, context};
 use crate::fasthash::FastMap;
@@ -30,7 +29,7 @@ use crate::machine::{CpuMode, DsoId, DsoKind, Machine, dsos};
 use perf_data::attr::sample_type as st;
 use perf_data::record::{MmapRecord, Record, RecordHeader, kind};
 use perf_data::sample::Sample;
-use crate::session::Context;
+use crate::session::{Context, Tool};
 
 /// Samples looked at ahead in all.
 pub(super) const LOOKAHEAD_SAMPLES: u32 = 20_000;
@@ -74,7 +73,7 @@ impl Script {
         }
         // Only samples whose callchain is printed count towards the budget:
         // without one, every flush would collect its records for nothing.
-        if !ctx.evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN) && self.opts.fields.types[output_type(&e.attr)].fields & f::IP != 0) {
+        if !ctx.evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN) && self.shows_callchain(&e.attr)) {
             return;
         }
         let records: Vec<(usize, Record<'_>)> = records
@@ -111,7 +110,7 @@ impl Script {
                 break;
             }
             let Some(attr) = ctx.evlist.evsels.get(*evsel).map(|e| &e.attr) else { continue };
-            if r.header.type_ != kind::SAMPLE || !attr.samples(st::CALLCHAIN) || self.opts.fields.types[output_type(attr)].fields & f::IP == 0 {
+            if r.header.type_ != kind::SAMPLE || !attr.samples(st::CALLCHAIN) || !self.shows_callchain(attr) {
                 continue;
             }
             let Ok(s) = Sample::parse(r.body(), attr, ctx.endian) else { continue };
