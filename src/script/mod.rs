@@ -983,9 +983,10 @@ fn is_dummy(attr: &Attr) -> bool {
 
 impl Tool for Script {
     /// perf's `process_event` resolves the callchain (unwinding a
-    /// `--call-graph dwarf` stack) only where it prints the ip.
+    /// `--call-graph dwarf` stack) only where it prints the ip, of a
+    /// sample that has one (`use_callchain && sample->callchain`).
     fn shows_callchain(&self, attr: &Attr) -> bool {
-        self.use_callchain && self.opts.fields.types[output_type(attr)].fields & f::IP != 0
+        self.use_callchain && attr.samples(st::CALLCHAIN) && self.opts.fields.types[output_type(attr)].fields & f::IP != 0
     }
 
     fn lookahead(&mut self, cx: &mut Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {

@@ -26,7 +26,6 @@ use crate::symbols::loader::LoadRequest;
 use super::{Script, context};
 use crate::fasthash::FastMap;
 use crate::machine::{CpuMode, DsoId, DsoKind, Machine, dsos};
-use perf_data::attr::sample_type as st;
 use perf_data::record::{MmapRecord, Record, RecordHeader, kind};
 use perf_data::sample::Sample;
 use crate::session::{Context, Tool};
@@ -73,7 +72,7 @@ impl Script {
         }
         // Only samples whose callchain is printed count towards the budget:
         // without one, every flush would collect its records for nothing.
-        if !ctx.evlist.evsels.iter().any(|e| e.attr.samples(st::CALLCHAIN) && self.shows_callchain(&e.attr)) {
+        if !ctx.evlist.evsels.iter().any(|e| self.shows_callchain(&e.attr)) {
             return;
         }
         let records: Vec<(usize, Record<'_>)> = records
@@ -110,7 +109,7 @@ impl Script {
                 break;
             }
             let Some(attr) = ctx.evlist.evsels.get(*evsel).map(|e| &e.attr) else { continue };
-            if r.header.type_ != kind::SAMPLE || !attr.samples(st::CALLCHAIN) || !self.shows_callchain(attr) {
+            if r.header.type_ != kind::SAMPLE || !self.shows_callchain(attr) {
                 continue;
             }
             let Ok(s) = Sample::parse(r.body(), attr, ctx.endian) else { continue };
