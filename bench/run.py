@@ -22,7 +22,9 @@ in the same run on the same machine.
    checked against (--no-pgo: the cargo build instead).
 3. Runs perf-ref and both pstitch builds in turn, <runs> times each (each
    run after a rest of SETTLE seconds; each build with a cache directory of
-   its own in --workdir, filled by an untimed run first), on:
+   its own in --workdir, filled by an untimed run first; each case's
+   recording first dropped from the page cache and read back once, see
+   `warm`), on:
    - the recording with --no-inline,
    - the recording with inline frames (the default),
    - the lagging deferred variant with --no-inline,
@@ -169,13 +171,34 @@ def timed_cpu(cmd, stdin=None):
 
 
 def warm(path):
-    """Reads `path` once, so that no timed run, perf's or pstitch's, is
-    the one that reads the recording from disk. (The VM the benchmark was
-    last run on let a 2.7 GB recording go from the page cache within
-    15 minutes of its last use, with most of the memory free.)"""
+    """Puts `path` in the page cache as a first read from disk does, so
+    that no timed run, perf's or pstitch's, is the one that reads the
+    recording from disk, and every case starts from the same state: the
+    file's cached pages are dropped (POSIX_FADV_DONTNEED), then it is read
+    once. How the cache holds a file decides a large part of both
+    programs' time: as writing leaves a file (4 KiB pages), mapping the
+    2.7 GB dwarf recording costs pstitch about 0.3 s more system time than
+    when it was read back (mostly 2 MiB folios); the VM the benchmark was
+    last run on also split large folios and dropped files from the cache
+    on its own (DAMON). The state is printed with each case
+    (`FileHugePages`)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
     with open(path, "rb", buffering=0) as f:
         while f.read(1 << 20):
             pass
+
+
+def file_huge_pages():
+    """The page cache's files held in 2 MiB folios (/proc/meminfo), in MB."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("FileHugePages:"):
+                return int(line.split()[1]) / 1024
+    return None
 
 
 def output_hash(cmd, drop_comm):
@@ -273,12 +296,13 @@ def main():
     if args.only:
         keep = set(args.only.split(","))
         cases = [c for c in cases if c[0] in keep]
-    rows, ok, baselines, cpus = [], True, [], {}
+    rows, ok, baselines, cpus, huge = [], True, [], {}, {}
     for name, path, extra, deviates in cases:
         times = {t: [] for t in tools}
         rss = {t: [] for t in tools}
         cpu = {t: [] for t in tools}
         warm(path)
+        huge_before = file_huge_pages()
         # Every timed run of a build finds the cache its first run leaves.
         for tool in tools:
             if tool != "perf":
@@ -302,6 +326,7 @@ def main():
         rows.append((name, statistics.median(times["perf"]), statistics.median(times["pstitch"]),
                      max(rss["perf"]), max(rss["pstitch"]), same, cargo))
         cpus[name] = statistics.median(cpu["pstitch"])
+        huge[name] = (huge_before, file_huge_pages())
 
     # The lag budget: pstitch on the lagging file vs the same file without lag.
     lag_budget = None
@@ -328,6 +353,10 @@ def main():
     for name, tp, *_ in rows:
         print(f"{name:<10} {cpus[name]:>9.2f}s  >= {cpus[name] / cores:.2f} s of wall time "
               f"(the {TARGETS[name]:.0f}x target allows {tp / TARGETS[name]:.2f} s)")
+    print("\nthe page cache's files in 2 MiB folios (FileHugePages), after warming each case's recording / after its runs:")
+    for name, *_ in rows:
+        before, after = huge[name]
+        print(f"{name:<10} {before:>7.0f} MB / {after:.0f} MB")
     if not args.no_pgo:
         print("\nthe cargo build (`cargo build --release`), same runs, for comparison (not checked):")
         for name, tp, _, _, _, _, (tc, rc) in rows:

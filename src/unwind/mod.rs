@@ -263,24 +263,43 @@ impl Unwinder {
         first.signal = false;
         let mut cur = 0;
         let ctx = Ctx { arch, mem: &mem };
+        // The maps do not change during a sample.
+        let stamp = process.stamp();
         loop {
             let (a, b) = slots.split_at_mut(1);
             let (state, caller) = if cur == 0 { (&a[0], &mut b[0]) } else { (&b[0], &mut a[0]) };
             let pc = state.pc;
-            // perf reports the module before asking whether the frame is an
-            // activation (which unwinds it).
-            let _ = space.report(process, pc);
             // Whether the caller was computed (Some) and with success.
             let mut unwound = None;
-            let activation = if state.initial || state.signal {
-                true
-            } else {
-                let ok = step::unwind(&ctx, space, rows, state, caller);
+            let (activation, reported) = if state.initial || state.signal {
+                // perf reports the module before asking whether the frame
+                // is an activation.
+                let _ = space.report(process, pc);
+                (true, space.report(process, pc))
+            } else if let Some(f) = space.frame(pc, stamp, rows.generation()) {
+                // A return frame answered whole: the same reports and the
+                // same row as the long way below (see `FrameMemo`).
+                let ok = step::step_with(&ctx, rows, f.target, state, caller);
                 unwound = Some(ok);
-                ok && caller.pc_state == PcState::Set && caller.signal
+                let activation = ok && caller.pc_state == PcState::Set && caller.signal;
+                let reported = if activation { f.at } else { f.below };
+                (activation, if reported { Ok(()) } else { Err(()) })
+            } else {
+                // perf reports the module before asking whether the frame
+                // is an activation (which unwinds it).
+                let _ = space.report(process, pc);
+                let memo_gen = space.memo_generation();
+                let target = step::target(arch, space, rows, state);
+                let ok = step::step_with(&ctx, rows, target, state, caller);
+                unwound = Some(ok);
+                let activation = ok && caller.pc_state == PcState::Set && caller.signal;
+                let reported = if activation { space.report(process, pc) } else { space.report_below(process, pc) };
+                if !activation {
+                    space.remember_frame(pc, memo_gen, target, rows.generation());
+                }
+                (activation, reported)
             };
             let ip = if activation { pc } else { pc.wrapping_sub(1) };
-            let reported = if activation { space.report(process, pc) } else { space.report_below(process, pc) };
             if reported.is_err() {
                 break Stop::FrameNotReported;
             }

@@ -20,7 +20,7 @@
 use super::cfi::{CfaRule, CfiTable, RegRule, Row};
 use super::expr::{self, Machine};
 use super::memory::Memory;
-use super::modules::ModuleSpace;
+use super::modules::{ModuleSpace, Target};
 use super::regs::{Arch, RegFile};
 use crate::fasthash::{FastMap, is_full_for};
 
@@ -233,6 +233,10 @@ pub(crate) struct RowCache {
     rows: FastMap<(u64, Source, u64), u32>,
     plans: Vec<Option<Plan>>,
     slots: Box<[Slot; 1 << SLOT_BITS]>,
+    /// Changes whenever the plans are forgotten: an index into `plans`
+    /// kept elsewhere (a module space's frame memo) is good only while
+    /// this is what it was.
+    generation: u32,
 }
 
 /// A key of [`RowCache::rows`] and its index in [`RowCache::plans`];
@@ -259,23 +263,36 @@ impl Default for RowCache {
         // Through a Vec: `Box::new` of the array may build it on the stack
         // first (192 KiB).
         let slots = vec![EMPTY_SLOT; 1 << SLOT_BITS].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!());
-        RowCache { rows: FastMap::default(), plans: Vec::new(), slots }
+        RowCache { rows: FastMap::default(), plans: Vec::new(), slots, generation: 0 }
     }
 }
 
 impl RowCache {
-    fn get(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64) -> Option<&Plan> {
+    /// The index of the plan for `addr` in the table, if it has a row.
+    fn get(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64) -> Option<u32> {
         let i = slot_of(object, source, addr);
         let slot = self.slots[i];
-        if slot.addr == addr && slot.object == object && slot.source == Some(source) {
-            return self.plans[slot.plan as usize].as_ref();
-        }
-        self.get_slow(arch, object, source, table, addr, i)
+        let plan = if slot.addr == addr && slot.object == object && slot.source == Some(source) {
+            slot.plan
+        } else {
+            self.get_slow(arch, object, source, table, addr, i)
+        };
+        self.plans[plan as usize].is_some().then_some(plan)
+    }
+
+    /// A plan [`RowCache::get`] gave under the current generation.
+    #[inline]
+    pub(crate) fn plan(&self, index: u32) -> Option<&Plan> {
+        self.plans.get(index as usize)?.as_ref()
+    }
+
+    pub(crate) fn generation(&self) -> u32 {
+        self.generation
     }
 
     #[cold]
     #[inline(never)]
-    fn get_slow(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64, i: usize) -> Option<&Plan> {
+    fn get_slow(&mut self, arch: Arch, object: u64, source: Source, table: &CfiTable, addr: u64, i: usize) -> u32 {
         let key = (object, source, addr);
         let plan = match self.rows.get(&key) {
             Some(&plan) => plan,
@@ -290,7 +307,7 @@ impl RowCache {
             }
         };
         self.slots[i] = Slot { object, addr, source: Some(source), plan };
-        self.plans[plan as usize].as_ref()
+        plan
     }
 
     /// Forgets every row: the map, the plans its indices point at, and
@@ -299,6 +316,7 @@ impl RowCache {
         self.rows.clear();
         self.plans.clear();
         self.slots.fill(EMPTY_SLOT);
+        self.generation = self.generation.wrapping_add(1);
     }
 
     #[cfg(test)]
@@ -325,6 +343,14 @@ pub(crate) struct Ctx<'a> {
 /// an error; `caller` is then left in an unspecified state). The module
 /// is looked up in `space`.
 pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache, state: &FrameState, caller: &mut FrameState) -> bool {
+    let target = target(ctx.arch, space, rows, state);
+    step_with(ctx, rows, target, state, caller)
+}
+
+/// The [`Target`] of a step from `state`: the row of the module covering
+/// its lookup address, `.eh_frame` first. A function of the address, the
+/// module list and the row cache's generation alone.
+pub(crate) fn target(arch: Arch, space: &mut ModuleSpace, rows: &mut RowCache, state: &FrameState) -> Target {
     let mut pc = state.pc;
     if !state.initial && !state.signal {
         pc = pc.wrapping_sub(1);
@@ -332,19 +358,33 @@ pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache
     if let Some(module) = space.find(pc) {
         let object = &module.object;
         if let Some(eh) = &object.eh
-            && let Some(plan) = rows.get(ctx.arch, object.id(), Source::Eh, eh, pc.wrapping_sub(module.bias))
+            && let Some(index) = rows.get(arch, object.id(), Source::Eh, eh, pc.wrapping_sub(module.bias))
         {
-            apply(ctx, state, plan, module.bias, caller);
-            return true;
+            return Target::Plan { index, bias: module.bias };
         }
         if let (Some((debug, _)), Some(bias)) = (&object.debug, object.debug_bias(module.bias))
-            && let Some(plan) = rows.get(ctx.arch, object.id(), Source::Debug, debug, pc.wrapping_sub(bias))
+            && let Some(index) = rows.get(arch, object.id(), Source::Debug, debug, pc.wrapping_sub(bias))
         {
-            apply(ctx, state, plan, bias, caller);
-            return true;
+            return Target::Plan { index, bias };
         }
     }
-    frame_pointer(ctx, state, caller)
+    Target::FramePointer
+}
+
+/// The step itself, to a target found under the row cache's current
+/// generation.
+#[inline]
+pub(crate) fn step_with(ctx: &Ctx<'_>, rows: &RowCache, target: Target, state: &FrameState, caller: &mut FrameState) -> bool {
+    match target {
+        Target::Plan { index, bias } => match rows.plan(index) {
+            Some(plan) => {
+                apply(ctx, state, plan, bias, caller);
+                true
+            }
+            None => false,
+        },
+        Target::FramePointer => frame_pointer(ctx, state, caller),
+    }
 }
 
 /// `handle_cfi` once the row is known: the caller's registers.

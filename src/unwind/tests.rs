@@ -399,3 +399,100 @@ fn random_stacks_through_real_libc_never_panic() {
     }
     assert!(unwinder.cached_rows() > 0);
 }
+
+/// Return frames answered whole from a process's frame memo unwind as
+/// the long way does: libc return addresses from a small pool, so that
+/// they come back sample after sample, unwound with one module space and
+/// unwinder throughout, and with another pair that sees the same samples
+/// but remembers no frame. The maps change now and then (a new stamp),
+/// the module list with them.
+#[test]
+fn frames_answered_whole_unwind_as_the_long_way() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs");
+    let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
+    let libc = Rc::new(Object::from_elf(next_id(), &elf, None).expect("libc object"));
+    let libc_map = |end: u64| {
+        (end, MapRef { start: BASE + 0x26000, pgoff: 0x26000, name: "/usr/lib/x86_64-linux-gnu/libc.so.6".as_bytes().into(), object: Some(libc.clone()), jitted: false })
+    };
+    let whole = Fake { maps: vec![libc_map(BASE + 0x17c000)], ..Default::default() };
+    // The upper half of the library's text mapped over by an anonymous
+    // map: a new stamp, and frames there are not reported any more.
+    let anon = MapRef { start: BASE + 0xd0000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
+    let cut = Fake { maps: vec![libc_map(BASE + 0xd0000), (BASE + 0x17c000, anon)], ..Default::default() };
+    let mut rng = crate::testing::rng(0x00f4_a3e5);
+    let pool: Vec<u64> = (0..300).map(|_| BASE + 0x26000 + rng(0x156000)).collect();
+    let mut unwinder = Unwinder::new(Arch::X86_64);
+    let mut space = ModuleSpace::default();
+    let (mut long_unwinder, mut long_space) = (Unwinder::new(Arch::X86_64), ModuleSpace::default());
+    long_space.long_way = true;
+    let mut deep = 0;
+    for i in 0..3000 {
+        let p = if (300..400).contains(&(i % 500)) { &cut } else { &whole };
+        let stack: Vec<u8> = (0..rng(96))
+            .flat_map(|_| if rng(4) == 0 { rng(u64::MAX) } else { pool[rng(pool.len() as u64) as usize] }.to_le_bytes())
+            .collect();
+        let mut r: Vec<u64> = (0..20).map(|_| rng(u64::MAX)).collect();
+        r[7] = SP;
+        r[8] = pool[rng(pool.len() as u64) as usize];
+        let bytes = words(&r);
+        let sample = Sample { regs: user_regs(abi::ABI_64, MASK, &bytes), stack: &stack, little_endian: true };
+        let kept = unwinder.unwind(&mut space, p, &sample, 127);
+        let long = long_unwinder.unwind(&mut long_space, p, &sample, 127);
+        assert_eq!(kept, long, "sample {i}");
+        deep += usize::from(kept.frames.len() > 2);
+    }
+    assert!(deep > 300, "{deep} samples with more than two frames");
+    assert!(space.frames_remembered() > 50, "{} frames remembered", space.frames_remembered());
+}
+
+/// A return frame is kept whole only once the process's memo is large
+/// enough, only with both its reports remembered without a map met, and
+/// answers only under the maps, the memo and the row cache it was kept
+/// under.
+#[test]
+fn a_frame_is_answered_whole_only_under_what_it_was_kept_under() {
+    use modules::Target;
+    let obj = object(&chain_cfi(), None);
+    let p = process(&obj);
+    let mut space = ModuleSpace::default();
+    let pc = BASE + 0x1150;
+    let keep = |space: &mut ModuleSpace, pc: u64, rows_gen: u32| {
+        let _ = space.report(&p, pc);
+        let memo_gen = space.memo_generation();
+        let _ = space.report_below(&p, pc);
+        space.remember_frame(pc, memo_gen, Target::FramePointer, rows_gen);
+    };
+    // A small memo keeps no frame.
+    keep(&mut space, pc, 0);
+    assert!(space.frame(pc, p.stamp(), 0).is_none());
+    for a in 0..64 {
+        let _ = space.report(&p, BASE + 0x2000 + a);
+    }
+    keep(&mut space, pc, 0);
+    let f = space.frame(pc, p.stamp(), 0).expect("kept");
+    assert!(f.at && f.below && f.target == Target::FramePointer);
+    // Another row cache generation, other maps.
+    assert!(space.frame(pc, p.stamp(), 1).is_none());
+    assert!(space.frame(pc, p.stamp() + 1, 0).is_none());
+    // Kept from a memo generation that is not the memo's any more.
+    let stale = space.memo_generation().wrapping_sub(1);
+    space.remember_frame(BASE + 0x1250, stale, Target::FramePointer, 0);
+    assert!(space.frame(BASE + 0x1250, p.stamp(), 0).is_none());
+    // Other maps (a new stamp) forget the memo, and the frames with it.
+    let other = Fake { maps: p.maps.clone(), ..Default::default() };
+    let _ = space.report(&other, BASE + 0x2000);
+    assert!(space.frame(pc, p.stamp(), 0).is_none() && space.frame(pc, other.stamp(), 0).is_none());
+    // A frame whose report meets a map without a file is never kept.
+    let anon = MapRef { start: BASE + 0x10000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
+    let with_anon = Fake { maps: vec![text_map(&obj), (BASE + 0x20000, anon)], ..Default::default() };
+    let mut space = ModuleSpace::default();
+    for a in 0..64 {
+        let _ = space.report(&with_anon, BASE + 0x2000 + a);
+    }
+    let in_anon = BASE + 0x10800;
+    let _ = space.report(&with_anon, in_anon);
+    let memo_gen = space.memo_generation();
+    let _ = space.report_below(&with_anon, in_anon);
+    space.remember_frame(in_anon, memo_gen, Target::FramePointer, 0);
+    assert!(space.frame(in_anon, with_anon.stamp(), 0).is_none());
+}
