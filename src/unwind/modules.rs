@@ -107,8 +107,10 @@ pub struct ModuleSpace {
     /// Changes whenever the memo is forgotten (0: never in use).
     memo_gen: u32,
     /// Return frames answered whole, from the memo's ([`FrameMemo`]),
-    /// once the memo holds [`FRAMES_AFTER`] addresses.
-    frames: Option<Box<[FrameMemo; FRAME_SLOTS]>>,
+    /// once the memo holds [`FRAMES_AFTER`] addresses: a power of two of
+    /// slots, about one per address the memo has held, up to
+    /// [`MAX_FRAME_SLOTS`].
+    frames: Option<Box<[FrameMemo]>>,
     /// Tests: remember no frame, so that every frame takes the long way.
     #[cfg(test)]
     pub(crate) long_way: bool,
@@ -155,17 +157,19 @@ pub(crate) struct FrameMemo {
 
 const EMPTY_FRAME: FrameMemo = FrameMemo { pc: 0, target: Target::FramePointer, memo_gen: 0, rows_gen: 0, at: false, below: false };
 
-/// 512 slots of 40 bytes per process that gets them.
-const FRAME_SLOT_BITS: u32 = 9;
-const FRAME_SLOTS: usize = 1 << FRAME_SLOT_BITS;
+/// At most 512 slots of 40 bytes for a process (1,024 would answer 2% more
+/// of the benchmark's frames for twice the memory).
+const MAX_FRAME_SLOTS: usize = 512;
 
-/// A process gets frame slots once its memo holds this many addresses:
-/// the many processes of a system-wide recording sampled a few times
-/// cost no slots.
+/// A process gets frame slots once its memo holds this many addresses,
+/// and as many slots as its memo has held addresses (a power of two): the
+/// many processes of a system-wide recording that are sampled a few times
+/// cost no slots, and none costs more than its memo does.
 const FRAMES_AFTER: usize = 64;
 
-fn frame_slot_of(pc: u64) -> usize {
-    (pc.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - FRAME_SLOT_BITS)) as usize
+/// The slot of `pc` among `n` (a power of two).
+fn frame_slot_of(pc: u64, n: usize) -> usize {
+    pc.wrapping_mul(0x9e37_79b9_7f4a_7c15).checked_shr(64 - n.trailing_zeros()).unwrap_or(0) as usize
 }
 
 /// A report's answer and the map it met.
@@ -308,6 +312,12 @@ impl ModuleSpace {
         self.frames.as_ref().map_or(0, |f| f.iter().filter(|f| f.memo_gen == self.memo_gen).count())
     }
 
+    /// How many frame slots the process has.
+    #[cfg(test)]
+    pub(crate) fn frame_slots(&self) -> usize {
+        self.frames.as_ref().map_or(0, |f| f.len())
+    }
+
     /// The memo's generation, for [`ModuleSpace::remember_frame`].
     pub(crate) fn memo_generation(&self) -> u32 {
         self.memo_gen
@@ -318,8 +328,8 @@ impl ModuleSpace {
     /// `rows_gen`.
     #[inline]
     pub(crate) fn frame(&self, pc: u64, stamp: u64, rows_gen: u32) -> Option<FrameMemo> {
-        let frames = self.frames.as_ref()?;
-        let f = frames[frame_slot_of(pc)];
+        let frames = self.frames.as_deref()?;
+        let f = frames[frame_slot_of(pc, frames.len())];
         (f.pc == pc && f.memo_gen == self.memo_gen && f.rows_gen == rows_gen && self.memo_stamp == Some(stamp)).then_some(f)
     }
 
@@ -329,7 +339,7 @@ impl ModuleSpace {
     /// forgotten meanwhile and both its reports are remembered without a
     /// map met.
     pub(crate) fn remember_frame(&mut self, pc: u64, memo_gen: u32, target: Target, rows_gen: u32) {
-        if memo_gen != self.memo_gen || (self.frames.is_none() && self.memo.len() < FRAMES_AFTER) {
+        if memo_gen != self.memo_gen {
             return;
         }
         #[cfg(test)]
@@ -342,8 +352,16 @@ impl ModuleSpace {
             return;
         }
         let f = FrameMemo { pc, target, memo_gen, rows_gen, at: at.answer.is_ok(), below: below.answer.is_ok() };
-        let frames = self.frames.get_or_insert_with(|| vec![EMPTY_FRAME; FRAME_SLOTS].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!()));
-        frames[frame_slot_of(pc)] = f;
+        // More slots as the memo grows (what the smaller table held goes:
+        // it is found again the long way).
+        let want = self.memo.len().next_power_of_two().min(MAX_FRAME_SLOTS);
+        let have = self.frames.as_ref().map_or(0, |f| f.len());
+        if want > have && self.memo.len() >= FRAMES_AFTER {
+            self.frames = Some(vec![EMPTY_FRAME; want].into_boxed_slice());
+        }
+        if let Some(frames) = &mut self.frames {
+            frames[frame_slot_of(pc, frames.len())] = f;
+        }
     }
 
     pub(crate) fn report_map(&mut self, map: &MapRef, addr: u64) -> Result<(), ()> {

@@ -443,6 +443,7 @@ fn frames_answered_whole_unwind_as_the_long_way() {
     }
     assert!(deep > 300, "{deep} samples with more than two frames");
     assert!(space.frames_remembered() > 50, "{} frames remembered", space.frames_remembered());
+    assert_eq!(space.frame_slots(), 512, "at most 512 slots");
 }
 
 /// A return frame is kept whole only once the process's memo is large
@@ -469,6 +470,8 @@ fn a_frame_is_answered_whole_only_under_what_it_was_kept_under() {
         let _ = space.report(&p, BASE + 0x2000 + a);
     }
     keep(&mut space, pc, 0);
+    // As many slots as the memo has addresses (65), to a power of two.
+    assert_eq!(space.frame_slots(), 128);
     let f = space.frame(pc, p.stamp(), 0).expect("kept");
     assert!(f.at && f.below && f.target == Target::FramePointer);
     // Another row cache generation, other maps.
