@@ -371,8 +371,10 @@ pub(crate) fn target(arch: Arch, space: &mut ModuleSpace, rows: &mut RowCache, s
     Target::FramePointer
 }
 
-/// The step itself, to a target found under the row cache's current
-/// generation.
+/// The step itself, to a target [`target`] found under the row cache's
+/// current generation (the frame memo checks the generation before it
+/// gives a target back; a plan index of another one would fail the step,
+/// never take another row's).
 #[inline]
 pub(crate) fn step_with(ctx: &Ctx<'_>, rows: &RowCache, target: Target, state: &FrameState, caller: &mut FrameState) -> bool {
     match target {
