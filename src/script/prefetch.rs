@@ -67,12 +67,10 @@ impl Script {
     /// See the module doc; `records` as [`crate::session::Tool::lookahead`]
     /// gives them.
     pub(super) fn prefetch_symbols(&mut self, ctx: &Context<'_>, records: &mut dyn Iterator<Item = (usize, &[u8])>) {
-        if self.lookahead_left == 0 || !ctx.filter.is_empty() || !self.use_callchain {
-            return;
-        }
-        // Only samples whose callchain is printed count towards the budget:
-        // without one, every flush would collect its records for nothing.
-        if !ctx.evlist.evsels.iter().any(|e| self.shows_callchain(&e.attr)) {
+        // Only samples whose callchain is printed count towards the budget
+        // (`shows_callchain` includes `use_callchain`): without one, every
+        // flush would collect its records for nothing.
+        if self.lookahead_left == 0 || !ctx.filter.is_empty() || !ctx.evlist.evsels.iter().any(|e| self.shows_callchain(&e.attr)) {
             return;
         }
         let records: Vec<(usize, Record<'_>)> = records
