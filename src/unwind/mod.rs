@@ -37,6 +37,7 @@ mod regs;
 mod step;
 #[cfg(test)]
 mod tests;
+mod trail;
 mod user;
 
 use std::rc::Rc;
@@ -47,9 +48,10 @@ pub(crate) use regs::{Arch, Regs, abi};
 pub(crate) use user::UserUnwinder;
 pub use user::{UnwindOptions, UnwindStats, UnwindStyles};
 
-use memory::Memory;
+use memory::{Memory, ReadLog};
 use regs::{InitialLayout, RegFile};
 use step::{Ctx, FrameState, PcState, RowCache};
+use trail::{At, Trails};
 
 /// The process being unwound, as perf sees it at the sample's time.
 pub trait Process {
@@ -177,8 +179,8 @@ pub struct Unwound {
 }
 
 /// Unwinds samples of one architecture; holds caches (CFI rows per object
-/// and address) and nothing per process. Not shared between threads:
-/// give each thread its own.
+/// and address, the last unwind of recent threads) and nothing else per
+/// process. Not shared between threads: give each thread its own.
 pub struct Unwinder {
     arch: Arch,
     rows: RowCache,
@@ -186,6 +188,10 @@ pub struct Unwinder {
     slots: [FrameState; 2],
     /// The register layout of the last sample's mask.
     layout: InitialLayout,
+    /// The words the current unwind read, for its trail.
+    log: ReadLog,
+    /// The last unwind of recent threads (see `trail.rs`).
+    trails: Trails,
 }
 
 /// The most frames one unwind produces, whatever `max_stack` says (perf
@@ -195,7 +201,7 @@ pub const MAX_FRAMES: usize = 1 << 16;
 impl Unwinder {
     pub fn new(arch: Arch) -> Unwinder {
         let slot = || FrameState { regs: RegFile::empty(arch.frame_nregs()), pc: 0, pc_state: PcState::Undefined, initial: false, signal: false };
-        Unwinder { arch, rows: RowCache::default(), slots: [slot(), slot()], layout: InitialLayout::new(arch, 0) }
+        Unwinder { arch, rows: RowCache::default(), slots: [slot(), slot()], layout: InitialLayout::new(arch, 0), log: ReadLog::default(), trails: Trails::default() }
     }
 
     /// How many CFI rows are cached.
@@ -208,8 +214,14 @@ impl Unwinder {
     #[cfg(test)]
     pub fn unwind(&mut self, space: &mut ModuleSpace, process: &dyn Process, sample: &Sample<'_>, max_stack: usize) -> Unwound {
         let mut frames = Vec::new();
-        let stop = self.unwind_into(space, process, sample, max_stack, &mut frames);
+        let stop = self.unwind_into(space, process, sample, 0, max_stack, &mut frames);
         Unwound { frames, stop }
+    }
+
+    /// How many unwinds took the rest of a trail.
+    #[cfg(test)]
+    pub fn trails_taken(&self) -> usize {
+        self.trails.taken
     }
 
     /// perf's `unwind__get_entries` (libdw) for one sample of a process
@@ -219,8 +231,9 @@ impl Unwinder {
     /// as perf leaves them out of the callchain (they still count for
     /// `max_stack`). The caller keeps `frames` from sample to sample: a
     /// new vector for each sample grew two or three times on a typical
-    /// stack.
-    pub fn unwind_into(&mut self, space: &mut ModuleSpace, process: &dyn Process, sample: &Sample<'_>, max_stack: usize, frames: &mut Vec<Frame>) -> Stop {
+    /// stack. `thread`: the sample's thread, whose last unwind in `space`
+    /// may give this one its outer frames (see `trail.rs`).
+    pub fn unwind_into(&mut self, space: &mut ModuleSpace, process: &dyn Process, sample: &Sample<'_>, thread: u64, max_stack: usize, frames: &mut Vec<Frame>) -> Stop {
         frames.clear();
         let regs = &sample.regs;
         if regs.abi == abi::NONE || regs.values.is_empty() {
@@ -239,7 +252,6 @@ impl Unwinder {
         if !space.attach() {
             return Stop::NotAttached;
         }
-        let mem = Memory::new(sample.stack, regs.get(self.arch.perf_sp()), sample.little_endian, process);
         let mut budget = max_stack.min(MAX_FRAMES);
         if budget == 0 {
             return Stop::MaxStack;
@@ -250,8 +262,10 @@ impl Unwinder {
         // first is set up here, the other is written whole by a step
         // before anything reads it (a step that fails leaves it alone, and
         // its caller is never looked at).
-        let Unwinder { arch, rows, slots, layout } = self;
+        let Unwinder { arch, rows, slots, layout, log, trails } = self;
         let arch = *arch;
+        log.clear();
+        let mem = Memory::new(sample.stack, regs.get(arch.perf_sp()), sample.little_endian, process, log);
         if layout.mask != regs.mask {
             *layout = InitialLayout::new(arch, regs.mask);
         }
@@ -265,10 +279,20 @@ impl Unwinder {
         let ctx = Ctx { arch, mem: &mem };
         // The maps do not change during a sample.
         let stamp = process.stamp();
-        loop {
+        trails.start((space.serial(), thread), stamp);
+        let sp_reg = arch.sp();
+        let stop = loop {
             let (a, b) = slots.split_at_mut(1);
             let (state, caller) = if cur == 0 { (&a[0], &mut b[0]) } else { (&b[0], &mut a[0]) };
             let pc = state.pc;
+            // The rest of the thread's previous unwind, where it is this
+            // one's (see `trail.rs`); else the step is noted for the
+            // thread's next sample.
+            let at = At { frames: frames.len(), budget, mets: space.mets(), memo_gen: space.memo_generation() };
+            if let Some(stop) = trails.take(state, sp_reg, &mem, log, frames, at) {
+                return stop;
+            }
+            trails.push(state, sp_reg, at, log);
             // Whether the caller was computed (Some) and with success.
             let mut unwound = None;
             let (activation, reported) = if state.initial || state.signal {
@@ -279,6 +303,7 @@ impl Unwinder {
             } else if let Some(f) = space.frame(pc, stamp, rows.generation()) {
                 // A return frame answered whole: the same reports and the
                 // same row as the long way below (see `FrameMemo`).
+                trails.read(|| step::reads(arch, rows, f.target));
                 let ok = step::step_with(&ctx, rows, f.target, state, caller);
                 unwound = Some(ok);
                 let activation = ok && caller.pc_state == PcState::Set && caller.signal;
@@ -290,6 +315,7 @@ impl Unwinder {
                 let _ = space.report(process, pc);
                 let memo_gen = space.memo_generation();
                 let target = step::target(arch, space, rows, state);
+                trails.read(|| step::reads(arch, rows, target));
                 let ok = step::step_with(&ctx, rows, target, state, caller);
                 unwound = Some(ok);
                 let activation = ok && caller.pc_state == PcState::Set && caller.signal;
@@ -314,7 +340,11 @@ impl Unwinder {
             // (the entry above may have reported the module it lacked).
             let ok = match unwound {
                 Some(true) => true,
-                _ => step::unwind(&ctx, space, rows, state, caller),
+                _ => {
+                    let (ok, reads) = step::unwind(&ctx, space, rows, state, caller);
+                    trails.read(|| reads);
+                    ok
+                }
             };
             match caller.pc_state {
                 _ if !ok => break Stop::NoCaller,
@@ -322,6 +352,9 @@ impl Unwinder {
                 PcState::Undefined => break Stop::End,
                 PcState::Error => break Stop::NoCaller,
             }
-        }
+        };
+        let end = At { frames: frames.len(), budget, mets: space.mets(), memo_gen: space.memo_generation() };
+        trails.finish(stop, frames, end, log);
+        stop
     }
 }

@@ -64,8 +64,15 @@ pub(crate) struct Module {
 /// perf drops it when a map is removed from the process (not when a new
 /// map overlaps an old one), which for user maps never happens while
 /// reading a recording.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct ModuleSpace {
+    /// Which space this is, for the trails of its threads (see
+    /// [`ModuleSpace::serial`]; 0: none given yet).
+    serial: u64,
+    /// Reports that met a map without a file or CFI (each tells the
+    /// process, [`Process::met`]): a trail replays no report, so it is
+    /// taken only over frames that met nothing.
+    mets: u64,
     /// Every module reported, never removed (libdw frees none while perf
     /// reports without `dwfl_report_begin`/`_end`).
     modules: Vec<Module>,
@@ -180,11 +187,13 @@ struct Remembered {
 }
 
 impl Remembered {
-    /// The report again: the process meets what it met, and the answer.
+    /// The report again: the process meets what it met (counted in
+    /// `mets`), and the answer.
     #[inline]
-    fn replay(&self, process: &dyn Process) -> Result<(), ()> {
+    fn replay(&self, process: &dyn Process, mets: &mut u64) -> Result<(), ()> {
         if let Some(met) = &self.met {
             process.met(met);
+            *mets += 1;
         }
         self.answer
     }
@@ -244,7 +253,7 @@ impl ModuleSpace {
             && last == key
             && let Some(r) = &self.remembered[index as usize][slot]
         {
-            return r.replay(process);
+            return r.replay(process, &mut self.mets);
         }
         self.report_lookup(process, key, slot, stamp)
     }
@@ -259,7 +268,7 @@ impl ModuleSpace {
         if let Some(index) = self.memo.get(&key).copied() {
             self.memo_last = Some((key, index));
             if let Some(r) = &self.remembered[index as usize][slot] {
-                return r.replay(process);
+                return r.replay(process, &mut self.mets);
             }
         }
         let addr = key.wrapping_sub(slot as u64);
@@ -268,6 +277,7 @@ impl ModuleSpace {
         let met = map.as_ref().and_then(Met::of);
         if let Some(met) = &met {
             process.met(met);
+            self.mets += 1;
         }
         let answer = match &map {
             None => Ok(()),
@@ -302,6 +312,8 @@ impl ModuleSpace {
             if let Some(frames) = &mut self.frames {
                 frames.fill(EMPTY_FRAME);
             }
+            // (and the trails kept under this space's serial.)
+            self.serial = 0;
             self.memo_gen = 1;
         }
     }
@@ -316,6 +328,22 @@ impl ModuleSpace {
     #[cfg(test)]
     pub(crate) fn frame_slots(&self) -> usize {
         self.frames.as_ref().map_or(0, |f| f.len())
+    }
+
+    /// This space's serial, unique in the run (given at first use, and
+    /// again when the memo's generations come round): a thread's trail
+    /// holds only in the space it was made in.
+    pub(crate) fn serial(&mut self) -> u64 {
+        if self.serial == 0 {
+            static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+            self.serial = SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.serial
+    }
+
+    /// How many reports met a map without a file or CFI so far.
+    pub(crate) fn mets(&self) -> u64 {
+        self.mets
     }
 
     /// The memo's generation, for [`ModuleSpace::remember_frame`].

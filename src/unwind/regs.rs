@@ -120,6 +120,13 @@ impl Arch {
         }
     }
 
+    /// The DWARF number of the stack pointer.
+    pub(crate) fn sp(self) -> u64 {
+        match self {
+            Arch::X86_64 => 7,
+        }
+    }
+
     /// DWARF numbers of the frame pointer and stack pointer for libdw's
     /// frame-pointer fallback (`ebl_unwind`), if the backend has one.
     pub(crate) fn fp_fallback(self) -> Option<(usize, usize)> {
@@ -262,6 +269,12 @@ impl RegFile {
             self.vals[reg as usize] = regs.values.get(value as usize).unwrap_or(0);
         }
         self.set = layout.set;
+    }
+
+    /// What a trail keeps of a frame's registers: the values of registers
+    /// `0..nregs` (set or not), the set flags, and `nregs`.
+    pub(crate) fn kept(&self) -> (&[u64], [u64; 2], usize) {
+        (&self.vals[..self.nregs], self.set, self.nregs)
     }
 
     /// libdw's `dwfl_frame_reg`: the value if `reg` is a frame register

@@ -87,6 +87,13 @@ pub(crate) struct Plan {
     /// The return-address column (libdw keeps it in an `unsigned`).
     ra: u32,
     nregs: u32,
+    /// The registers of the frame a step from this row reads (bit `r` for
+    /// register `r`; all for an expression, which may read any): the CFA's
+    /// register, a register rule's source, the return address where it
+    /// keeps its value. What a trail's match compares (see `trail.rs`).
+    reads: u128,
+    /// The return-address column, as a register mask (see [`Reads`]).
+    ra_mask: u128,
 }
 
 /// How the CFA is computed.
@@ -201,6 +208,24 @@ impl Plan {
             }
         }
         let needs_cfa = rules.iter().any(|r| !matches!(r.kind, RuleKind::Register | RuleKind::Fail));
+        let bit = |r: u64| if r < 128 { 1u128 << r } else { 0 };
+        let mut reads = match &cfa {
+            CfaPlan::RegOffset { reg, .. } if needs_cfa => bit(*reg),
+            CfaPlan::Ops(_) if needs_cfa => u128::MAX,
+            _ => 0,
+        };
+        for r in &rules {
+            reads |= match r.kind {
+                RuleKind::Register => bit(r.value),
+                RuleKind::Ops => u128::MAX,
+                _ => 0,
+            };
+        }
+        // The return address is read from the caller's registers: a
+        // same-value rule keeps this frame's.
+        if same & bit(u64::from(ra)) != 0 {
+            reads |= bit(u64::from(ra));
+        }
         Plan {
             cfa,
             same,
@@ -211,6 +236,8 @@ impl Plan {
             signal_frame: row.signal_frame,
             ra,
             nregs: nregs as u32,
+            reads,
+            ra_mask: bit(u64::from(ra)),
         }
     }
 }
@@ -341,10 +368,37 @@ pub(crate) struct Ctx<'a> {
 /// `__libdwfl_frame_unwind`: the caller of `state` into `caller`, or
 /// false when libdw has none to offer (its `state->unwound` stays NULL:
 /// an error; `caller` is then left in an unspecified state). The module
-/// is looked up in `space`.
-pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache, state: &FrameState, caller: &mut FrameState) -> bool {
+/// is looked up in `space`. Also the registers of `state` the step read
+/// ([`reads`]).
+pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache, state: &FrameState, caller: &mut FrameState) -> (bool, Reads) {
     let target = target(ctx.arch, space, rows, state);
-    step_with(ctx, rows, target, state, caller)
+    (step_with(ctx, rows, target, state, caller), reads(ctx.arch, rows, target))
+}
+
+/// What a step reads, for a trail (see `trail.rs`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Reads {
+    /// The registers of the frame it reads ([`Plan::reads`]).
+    pub frame: u128,
+    /// The caller's registers whose words always matter: the return
+    /// address, which is the caller's pc.
+    pub caller: u128,
+}
+
+impl std::ops::BitOrAssign for Reads {
+    fn bitor_assign(&mut self, o: Reads) {
+        self.frame |= o.frame;
+        self.caller |= o.caller;
+    }
+}
+
+/// What a step with `target` reads; the frame-pointer fallback reads the
+/// frame and stack pointers (and its reads of memory always matter).
+pub(crate) fn reads(arch: Arch, rows: &RowCache, target: Target) -> Reads {
+    match target {
+        Target::Plan { index, .. } => rows.plan(index).map_or(Reads::default(), |p| Reads { frame: p.reads, caller: p.ra_mask }),
+        Target::FramePointer => Reads { frame: arch.fp_fallback().map_or(0, |(fp, sp)| 1u128 << fp | 1u128 << sp), caller: 0 },
+    }
 }
 
 /// The [`Target`] of a step from `state`: the row of the module covering
@@ -412,7 +466,7 @@ fn apply(ctx: &Ctx<'_>, state: &FrameState, plan: &Plan, bias: u64, unwound: &mu
     for rule in plan.rules.as_slice() {
         let n = rule.value;
         let val = match rule.kind {
-            RuleKind::Offset => cfa.and_then(|c| ctx.mem.read(c.wrapping_add(n))),
+            RuleKind::Offset => cfa.and_then(|c| ctx.mem.read_for(c.wrapping_add(n), rule.reg)),
             RuleKind::ValOffset => cfa.map(|c| c.wrapping_add(n)),
             RuleKind::Register => state.regs.get(n),
             RuleKind::Ops => plan.exprs.get(n as usize).and_then(|ops| expr::eval(ops, &eval, bias).ok()),

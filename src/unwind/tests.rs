@@ -41,6 +41,8 @@ fn regs(ip: u64, sp: u64, bp: u64) -> Vec<u64> {
 struct Fake {
     maps: Vec<(u64, MapRef)>,
     words: Vec<(u64, u64)>,
+    /// How many times a report met a map without a file or CFI.
+    mets: std::cell::Cell<usize>,
 }
 
 impl Process for Fake {
@@ -53,6 +55,9 @@ impl Process for Fake {
     /// A fake's maps never change; two fakes are two sets of maps.
     fn stamp(&self) -> u64 {
         std::ptr::from_ref(self) as usize as u64
+    }
+    fn met(&self, _met: &Met) {
+        self.mets.set(self.mets.get() + 1);
     }
 }
 
@@ -153,7 +158,7 @@ fn a_short_stack_copy_ends_the_unwind() {
     let u = run(&p, &mut ModuleSpace::default(), &r, &stack[..39], 127);
     assert_eq!(ips(&u), vec![0x1010, 0x114f]);
     // ... unless the file mapped there has the word (perf reads the DSO).
-    let p2 = Fake { maps: p.maps.clone(), words: vec![(SP + 32, BASE + 0x1250)] };
+    let p2 = Fake { maps: p.maps.clone(), words: vec![(SP + 32, BASE + 0x1250)], ..Default::default() };
     let u = run(&p2, &mut ModuleSpace::default(), &r, &stack[..39], 127);
     assert_eq!(ips(&u), vec![0x1010, 0x114f, 0x124f]);
 }
@@ -498,4 +503,104 @@ fn a_frame_is_answered_whole_only_under_what_it_was_kept_under() {
     let _ = space.report_below(&with_anon, in_anon);
     space.remember_frame(in_anon, memo_gen, Target::FramePointer, 0);
     assert!(space.frame(in_anon, with_anon.stamp(), 0).is_none());
+}
+
+/// Samples of a few threads whose stacks change a little from one sample
+/// to the next (a word here and there, the stack grown or shrunk, other
+/// registers, another budget, and now and then other maps), unwound with
+/// the threads' trails, unwind as they do without them: a second unwinder
+/// sees each sample as a thread of its own.
+#[test]
+fn trails_unwind_as_the_long_way() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs");
+    let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
+    let libc = Rc::new(Object::from_elf(next_id(), &elf, None).expect("libc object"));
+    let libc_map = |end: u64| {
+        (end, MapRef { start: BASE + 0x26000, pgoff: 0x26000, name: "/usr/lib/x86_64-linux-gnu/libc.so.6".as_bytes().into(), object: Some(libc.clone()), jitted: false })
+    };
+    let whole = Fake { maps: vec![libc_map(BASE + 0x17c000)], ..Default::default() };
+    let anon = MapRef { start: BASE + 0xd0000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
+    let cut = Fake { maps: vec![libc_map(BASE + 0xd0000), (BASE + 0x17c000, anon)], ..Default::default() };
+    let mut rng = crate::testing::rng(0x7a11_5eed);
+    let pool: Vec<u64> = (0..200).map(|_| BASE + 0x26000 + rng(0x156000)).collect();
+    let word = |rng: &mut dyn FnMut(u64) -> u64| if rng(4) == 0 { rng(u64::MAX) } else { pool[rng(pool.len() as u64) as usize] };
+    let mut stacks: Vec<(u64, Vec<u64>)> = (0..4).map(|_| (SP, (0..64).map(|_| word(&mut rng)).collect())).collect();
+    // Each thread samples mostly a few places.
+    let places: Vec<Vec<u64>> = (0..4).map(|_| (0..3).map(|_| pool[rng(pool.len() as u64) as usize]).collect()).collect();
+    let (mut unwinder, mut space) = (Unwinder::new(Arch::X86_64), ModuleSpace::default());
+    let (mut long_unwinder, mut long_space) = (Unwinder::new(Arch::X86_64), ModuleSpace::default());
+    let (mut kept, mut long) = (Vec::new(), Vec::new());
+    let mut deep = 0;
+    for i in 0..6000u64 {
+        let p = if (300..400).contains(&(i % 1000)) { &cut } else { &whole };
+        let t = rng(4);
+        let (sp, stack) = &mut stacks[t as usize];
+        match rng(5) {
+            0 => {
+                let k = rng(stack.len() as u64) as usize;
+                stack[k] = word(&mut rng);
+            }
+            1 if *sp > SP - 0x100 => {
+                let n = 1 + rng(3) as usize;
+                *sp -= 8 * n as u64;
+                stack.splice(0..0, (0..n).map(|_| word(&mut rng)).collect::<Vec<_>>());
+            }
+            2 if *sp < SP + 0x100 => {
+                let n = 1 + rng(3) as usize;
+                *sp += 8 * n as u64;
+                stack.drain(..n);
+            }
+            _ => {}
+        }
+        let mut r: Vec<u64> = (0..20).map(|_| if rng(2) == 0 { rng(u64::MAX) } else { 7 }).collect();
+        r[7] = *sp;
+        r[8] = if rng(8) == 0 { pool[rng(pool.len() as u64) as usize] } else { places[t as usize][rng(3) as usize] };
+        let bytes = words(&r);
+        let copy: Vec<u8> = stack.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let sample = Sample { regs: user_regs(abi::ABI_64, MASK, &bytes), stack: &copy, little_endian: true };
+        let max = if rng(8) == 0 { 1 + rng(8) as usize } else { 127 };
+        let before = p.mets.get();
+        let a = unwinder.unwind_into(&mut space, p, &sample, t, max, &mut kept);
+        let (between, b) = (p.mets.get(), long_unwinder.unwind_into(&mut long_space, p, &sample, 100 + i, max, &mut long));
+        assert_eq!((a, &kept, between - before), (b, &long, p.mets.get() - between), "sample {i}: stop, frames, maps met");
+        deep += usize::from(kept.len() > 2);
+    }
+    assert!(deep > 500, "{deep} samples with more than two frames");
+    assert!(unwinder.trails_taken() > 300, "{} trails taken", unwinder.trails_taken());
+}
+
+/// A tail is taken only where the registers it reads are the same: f2's
+/// CFA is rbp + 16, and f1 keeps rbp, so two samples in f1 with the same
+/// stack but another rbp part at f2; another rbx (read by no step) does
+/// not stop a tail from being taken.
+#[test]
+fn a_tail_is_taken_only_with_the_registers_it_reads() {
+    let mut b = EhBuilder::new(0x3000);
+    let cie = b.cie(false, &CIE_X86_FULL);
+    b.fde(cie, 0x1000, 0x100, &[]);
+    // def_cfa rbp+16, rbp saved at CFA-16.
+    b.fde(cie, 0x1100, 0x100, &[0x0c, 0x06, 0x10, 0x86, 0x02]);
+    b.fde(cie, 0x1200, 0x100, &[0x07, 0x10]);
+    let obj = object(&b, None);
+    let p = process(&obj);
+    // f1's return address at SP; with rbp = SP+0x20, f2's at SP+0x28;
+    // with rbp = SP+0x40, at SP+0x48.
+    let stack = stack_with(0x80, &[(0, BASE + 0x1150), (0x28, BASE + 0x1250), (0x48, BASE + 0x1260)]);
+    let mut space = ModuleSpace::default();
+    let mut unwinder = Unwinder::new(Arch::X86_64);
+    let mut unwind = |r: &[u64]| {
+        let bytes = words(r);
+        let sample = Sample { regs: user_regs(abi::ABI_64, MASK, &bytes), stack: &stack, little_endian: true };
+        let mut frames = Vec::new();
+        let stop = unwinder.unwind_into(&mut space, &p, &sample, 7, 127, &mut frames);
+        let fresh = run(&p, &mut ModuleSpace::default(), r, &stack, 127);
+        assert_eq!(Unwound { frames: frames.clone(), stop }, fresh);
+        (frames.iter().map(|f| f.ip - BASE).collect::<Vec<_>>(), unwinder.trails_taken())
+    };
+    let mut r = regs(BASE + 0x1010, SP, SP + 0x20);
+    assert_eq!(unwind(&r), (vec![0x1010, 0x114f, 0x124f], 0));
+    r[3] = 0x1234;
+    assert_eq!(unwind(&r), (vec![0x1010, 0x114f, 0x124f], 1), "another rbx: the tail taken");
+    r[6] = SP + 0x40;
+    assert_eq!(unwind(&r), (vec![0x1010, 0x114f, 0x125f], 1), "another rbp: unwound");
 }

@@ -249,7 +249,7 @@ impl UserUnwinder {
             no_cfi: RefCell::new(None),
         };
         let sample = Sample { regs, stack, little_endian };
-        let stop = unwinder.unwind_into(space, &view, &sample, self.max_stack, &mut self.unwound);
+        let stop = unwinder.unwind_into(space, &view, &sample, s.tid as u32 as u64, self.max_stack, &mut self.unwound);
         self.frames.extend(self.unwound.iter().map(|f| f.ip));
         let st = &mut self.stats;
         st.frames += self.frames.len() as u64;
