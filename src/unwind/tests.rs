@@ -405,6 +405,22 @@ fn random_stacks_through_real_libc_never_panic() {
     assert!(unwinder.cached_rows() > 0);
 }
 
+/// Two processes with the fixtures' libc mapped: whole, and with the
+/// upper half of its text mapped over by an anonymous map (another stamp,
+/// and frames there are not reported).
+fn libc_processes() -> (Fake, Fake) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs");
+    let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
+    let libc = Rc::new(Object::from_elf(next_id(), &elf, None).expect("libc object"));
+    let libc_map = |end: u64| {
+        (end, MapRef { start: BASE + 0x26000, pgoff: 0x26000, name: "/usr/lib/x86_64-linux-gnu/libc.so.6".as_bytes().into(), object: Some(libc.clone()), jitted: false })
+    };
+    let whole = Fake { maps: vec![libc_map(BASE + 0x17c000)], ..Default::default() };
+    let anon = MapRef { start: BASE + 0xd0000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
+    let cut = Fake { maps: vec![libc_map(BASE + 0xd0000), (BASE + 0x17c000, anon)], ..Default::default() };
+    (whole, cut)
+}
+
 /// Return frames answered whole from a process's frame memo unwind as
 /// the long way does: libc return addresses from a small pool, so that
 /// they come back sample after sample, unwound with one module space and
@@ -413,17 +429,7 @@ fn random_stacks_through_real_libc_never_panic() {
 /// the module list with them.
 #[test]
 fn frames_answered_whole_unwind_as_the_long_way() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs");
-    let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
-    let libc = Rc::new(Object::from_elf(next_id(), &elf, None).expect("libc object"));
-    let libc_map = |end: u64| {
-        (end, MapRef { start: BASE + 0x26000, pgoff: 0x26000, name: "/usr/lib/x86_64-linux-gnu/libc.so.6".as_bytes().into(), object: Some(libc.clone()), jitted: false })
-    };
-    let whole = Fake { maps: vec![libc_map(BASE + 0x17c000)], ..Default::default() };
-    // The upper half of the library's text mapped over by an anonymous
-    // map: a new stamp, and frames there are not reported any more.
-    let anon = MapRef { start: BASE + 0xd0000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
-    let cut = Fake { maps: vec![libc_map(BASE + 0xd0000), (BASE + 0x17c000, anon)], ..Default::default() };
+    let (whole, cut) = libc_processes();
     let mut rng = crate::testing::rng(0x00f4_a3e5);
     let pool: Vec<u64> = (0..300).map(|_| BASE + 0x26000 + rng(0x156000)).collect();
     let mut unwinder = Unwinder::new(Arch::X86_64);
@@ -512,15 +518,7 @@ fn a_frame_is_answered_whole_only_under_what_it_was_kept_under() {
 /// sees each sample as a thread of its own.
 #[test]
 fn trails_unwind_as_the_long_way() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symfs");
-    let elf = crate::symbols::elf::Elf::open(&dir.join("usr/lib/x86_64-linux-gnu/libc.so.6")).expect("libc");
-    let libc = Rc::new(Object::from_elf(next_id(), &elf, None).expect("libc object"));
-    let libc_map = |end: u64| {
-        (end, MapRef { start: BASE + 0x26000, pgoff: 0x26000, name: "/usr/lib/x86_64-linux-gnu/libc.so.6".as_bytes().into(), object: Some(libc.clone()), jitted: false })
-    };
-    let whole = Fake { maps: vec![libc_map(BASE + 0x17c000)], ..Default::default() };
-    let anon = MapRef { start: BASE + 0xd0000, pgoff: 0, name: "//anon".as_bytes().into(), object: None, jitted: false };
-    let cut = Fake { maps: vec![libc_map(BASE + 0xd0000), (BASE + 0x17c000, anon)], ..Default::default() };
+    let (whole, cut) = libc_processes();
     let mut rng = crate::testing::rng(0x7a11_5eed);
     let pool: Vec<u64> = (0..200).map(|_| BASE + 0x26000 + rng(0x156000)).collect();
     let word = |rng: &mut dyn FnMut(u64) -> u64| if rng(4) == 0 { rng(u64::MAX) } else { pool[rng(pool.len() as u64) as usize] };

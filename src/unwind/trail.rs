@@ -178,6 +178,17 @@ impl Trail {
         mem.holds(&self.addrs[..w], &self.words[..w]) && mem.holds_none(&self.outside[..o])
     }
 
+    /// Drops every step (the vectors keep their room).
+    fn clear(&mut self) {
+        self.steps.clear();
+        self.marks.clear();
+        self.regs.clear();
+        self.addrs.clear();
+        self.words.clear();
+        self.outside.clear();
+        self.frames.clear();
+    }
+
     /// Drops the steps inside step `j` (from the innermost one): the tail.
     fn truncate_to(&mut self, j: usize) {
         let r = self.steps.len() - 1 - j;
@@ -443,13 +454,7 @@ impl Trails {
         t.stop = Some(stop);
         t.falling = true;
         t.missed = false;
-        t.steps.clear();
-        t.marks.clear();
-        t.regs.clear();
-        t.addrs.clear();
-        t.words.clear();
-        t.outside.clear();
-        t.frames.clear();
+        t.clear();
         t.valid = n > 0 && !self.long && t.add_head(&self.head, frames, log, at.mets);
         // Every step but the last used one of the budget; the last, unless
         // it stopped before (at a frame not reported).
