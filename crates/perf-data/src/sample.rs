@@ -443,20 +443,27 @@ impl<'a> Sample<'a> {
         Ok(s)
     }
 
-    /// [`Sample::parse`] for the common layout, little-endian: nothing
-    /// sampled but fields of one word each, then the callchain last:
+    /// [`Sample::parse`] for the common layouts, little-endian: fields of
+    /// one word each, then the callchain, then the user registers and
+    /// stack (`--call-graph dwarf`), then fields of one word each again:
     ///
     /// ```text
-    /// [IDENTIFIER] [IP] [pid,tid] [TIME] [ADDR] [ID] [STREAM_ID] [cpu,res] [PERIOD] [nr, ips[nr]]
+    /// [IDENTIFIER] [IP] [pid,tid] [TIME] [ADDR] [ID] [STREAM_ID] [cpu,res] [PERIOD]
+    /// [nr, ips[nr]] [abi, regs[popcount(mask)] (none if abi is 0)]
+    /// [size, data[size], dyn_size (absent if size is 0)]
+    /// [WEIGHT or WEIGHT_STRUCT] [DATA_SRC] [TRANSACTION] [PHYS_ADDR] [CGROUP]
+    /// [DATA_PAGE_SIZE] [CODE_PAGE_SIZE]
     /// ```
     ///
-    /// `None` for any other layout, or for a body too short for it (the
-    /// general decoding then names the field that runs past the end).
+    /// `None` for any other layout, or for a body too short for it or
+    /// otherwise wrong (the general decoding then names the field that
+    /// runs past the end, or refuses the stack copy).
     #[inline]
     fn parse_fixed(body: &'a [u8], attr: &Attr, endian: Endian) -> Option<Sample<'a>> {
         const WORDS: u64 = IDENTIFIER | IP | TID | TIME | ADDR | ID | STREAM_ID | CPU | PERIOD;
+        const LAST_WORDS: u64 = WEIGHT | WEIGHT_STRUCT | DATA_SRC | TRANSACTION | PHYS_ADDR | CGROUP | DATA_PAGE_SIZE | CODE_PAGE_SIZE;
         let st = attr.sample_type;
-        if st & !(WORDS | CALLCHAIN) != 0 || endian != Endian::Little {
+        if st & !(WORDS | CALLCHAIN | REGS_USER | STACK_USER | LAST_WORDS) != 0 || endian != Endian::Little {
             return None;
         }
         let n = (st & WORDS).count_ones() as usize;
@@ -492,10 +499,55 @@ impl<'a> Sample<'a> {
         if let Some(v) = word(PERIOD) {
             s.period = v;
         }
+        let word = |b: &[u8; 8]| u64::from_le_bytes(*b);
+        let mut rest = rest;
         if st & CALLCHAIN != 0 {
             let (nr, ips) = rest.split_first_chunk::<8>()?;
-            let len = usize::try_from(u64::from_le_bytes(*nr)).ok()?.checked_mul(8)?;
+            let len = usize::try_from(word(nr)).ok()?.checked_mul(8)?;
             s.callchain = Some(U64Array::new(ips.get(..len)?, endian));
+            rest = &ips[len..];
+        }
+        if st & REGS_USER != 0 {
+            let (abi, values) = rest.split_first_chunk::<8>()?;
+            let abi = word(abi);
+            // (As the field-by-field reading: no values for ABI 0.)
+            let (mask, len) = if abi == 0 { (0, 0) } else { (attr.sample_regs_user, attr.sample_regs_user.count_ones() as usize * 8) };
+            s.user_regs = Some(Regs { abi, mask, values: if abi == 0 { U64Array::EMPTY } else { U64Array::new(values.get(..len)?, endian) } });
+            rest = &values[len..];
+        }
+        if st & STACK_USER != 0 {
+            s.user_stack_at = body.len() - rest.len();
+            let (size, data) = rest.split_first_chunk::<8>()?;
+            let size = word(size);
+            let data = data.get(..usize::try_from(size).ok()?)?;
+            let mut valid: &[u8] = &[];
+            if size != 0 {
+                let dyn_size = word(rest.get(8 + data.len()..)?.first_chunk::<8>()?);
+                if dyn_size > size {
+                    return None;
+                }
+                valid = &data[..dyn_size as usize];
+                rest = &rest[8 + data.len() + 8..];
+            } else {
+                rest = &rest[8..];
+            }
+            s.user_stack = Some(valid);
+        }
+        if st & LAST_WORDS != 0 {
+            // WEIGHT and WEIGHT_STRUCT share one word.
+            const OTHERS: [u64; 6] = [DATA_SRC, TRANSACTION, PHYS_ADDR, CGROUP, DATA_PAGE_SIZE, CODE_PAGE_SIZE];
+            let weight = st & (WEIGHT | WEIGHT_STRUCT) != 0;
+            let n = usize::from(weight) + OTHERS.iter().filter(|&&b| st & b != 0).count();
+            let mut words = rest.get(..n * 8)?.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+            if weight {
+                let w = words.next()?;
+                (s.weight, s.ins_lat, s.retire_lat) = if st & WEIGHT_STRUCT != 0 { (w & 0xffff_ffff, (w >> 32) as u16, (w >> 48) as u16) } else { (w, 0, 0) };
+            }
+            for (bit, field) in OTHERS.into_iter().zip([&mut s.data_src, &mut s.transaction, &mut s.phys_addr, &mut s.cgroup, &mut s.data_page_size, &mut s.code_page_size]) {
+                if st & bit != 0 {
+                    *field = words.next()?;
+                }
+            }
         }
         Some(s)
     }
@@ -728,31 +780,50 @@ pub(crate) mod tests {
     /// field does, or leaves the body to it.
     #[test]
     fn the_fixed_layout_reads_as_field_by_field() {
-        let bits = [IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD, CALLCHAIN];
+        let bits = [IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD, CALLCHAIN, REGS_USER, STACK_USER];
+        // The one-word fields after the stack, in some combinations.
+        let lasts = [0, DATA_SRC, WEIGHT, WEIGHT_STRUCT | DATA_SRC, WEIGHT | WEIGHT_STRUCT | PHYS_ADDR, TRANSACTION | CGROUP | DATA_PAGE_SIZE | CODE_PAGE_SIZE];
+        // The user registers and stack: ABI, values (mask 0b1011: three),
+        // then size, the copy, dyn_size; an ABI of 0 (no values), an empty
+        // copy (no dyn_size), and a dyn_size past the copy (refused).
+        let users: [(&[u64], &[u64]); 3] = [(&[2, 0x11, 0x22, 0x33], &[16, 0xaa, 0xbb, 8]), (&[0], &[0]), (&[2, 1, 2, 3], &[8, 0xcc, 9])];
         let (mut fixed, mut checked) = (0, 0);
-        for mask in 0..1u32 << bits.len() {
-            let st = bits.iter().enumerate().filter(|(i, _)| mask & 1 << i != 0).fold(0, |a, (_, b)| a | b);
-            let attr = Attr { sample_type: st, sample_period: 4000, ..Attr::default() };
+        for (mask, last) in (0..1u32 << bits.len()).flat_map(|m| lasts.map(|l| (m, l))) {
+            let st = bits.iter().enumerate().filter(|(i, _)| mask & 1 << i != 0).fold(last, |a, (_, b)| a | b);
+            let attr = Attr { sample_type: st, sample_period: 4000, sample_regs_user: 0b1011, ..Attr::default() };
             let n = (mask & 0x1ff).count_ones() as u64;
-            let mut words: Vec<u64> = (1..=n).map(|i| i * 0x0101_0101_0101_0101 + (i << 32)).collect();
-            words.extend([3, 0xffff_ffff_ffff_ff80, 0x55, 0x66, 0x77]);
-            let full = le(&words);
-            for len in 0..=full.len() {
-                let body = &full[..len];
-                let general = Sample::parse_fields(body, &attr, Endian::Little);
-                match Sample::parse_fixed(body, &attr, Endian::Little) {
-                    Some(s) => {
-                        fixed += 1;
-                        let g = general.expect("the fields decode too");
-                        assert_eq!(format!("{s:?}"), format!("{g:?}"), "sample_type {st:#x}, {len} bytes");
-                    }
-                    None => assert!(general.is_err(), "sample_type {st:#x}, {len} bytes: the fields decode, the fixed reading does not"),
+            let last_words = (last & !WEIGHT_STRUCT).count_ones() as u64 + u64::from(last & (WEIGHT | WEIGHT_STRUCT) == WEIGHT_STRUCT);
+            for (regs, stack) in users {
+                let mut words: Vec<u64> = (1..=n).map(|i| i * 0x0101_0101_0101_0101 + (i << 32)).collect();
+                if st & CALLCHAIN != 0 {
+                    words.extend([3, 0xffff_ffff_ffff_ff80, 0x55, 0x66]);
                 }
-                checked += 1;
+                if st & REGS_USER != 0 {
+                    words.extend(regs);
+                }
+                if st & STACK_USER != 0 {
+                    words.extend(stack);
+                }
+                words.extend((0..last_words).map(|i| 0x1234_5678_9abc_def0 + i));
+                words.push(0x77);
+                let full = le(&words);
+                for len in 0..=full.len() {
+                    let body = &full[..len];
+                    let general = Sample::parse_fields(body, &attr, Endian::Little);
+                    match Sample::parse_fixed(body, &attr, Endian::Little) {
+                        Some(s) => {
+                            fixed += 1;
+                            let g = general.expect("the fields decode too");
+                            assert_eq!(format!("{s:?}"), format!("{g:?}"), "sample_type {st:#x}, {len} bytes");
+                        }
+                        None => assert!(general.is_err(), "sample_type {st:#x}, {len} bytes: the fields decode, the fixed reading does not"),
+                    }
+                    checked += 1;
+                }
+                assert!(Sample::parse_fixed(&full, &attr, Endian::Big).is_none());
             }
-            assert!(Sample::parse_fixed(&full, &attr, Endian::Big).is_none());
         }
-        assert!(fixed > 1000 && checked > fixed, "{fixed} of {checked}");
+        assert!(fixed > 10000 && checked > fixed, "{fixed} of {checked}");
     }
 
     #[test]
