@@ -16,10 +16,13 @@
 //!   - the registers the tail's steps read (`step::reads`: the CFA's, a
 //!     register rule's source, an expression's: any) are the same in g2
 //!     as in f2 (set with the same value, or unset in both);
-//!   - every word the tail read from the previous stack copy is the same
-//!     word at the same address of this copy, and every address it read
-//!     outside the copy (from the files, or a read that failed) is
-//!     outside this copy too;
+//!   - every word that matters which the tail read from the previous
+//!     stack copy is the same word at the same address of this copy, and
+//!     every such address it read outside the copy (from the files, or a
+//!     read that failed) is outside this copy too; a word matters if it
+//!     went to the caller's return address or to a register a later step
+//!     reads, or could have gone anywhere (an expression's, the
+//!     frame-pointer fallback's);
 //!   - the module space is the one the previous unwind ended in, at the
 //!     same maps (stamp) and memo generation: no module was reported and
 //!     nothing forgotten since, so every report the tail made answers the
@@ -35,8 +38,14 @@
 //! module space's answers; the caller's pc is one of those registers. So
 //! under those conditions the tail's steps, frames and stop are this
 //! sample's. Registers a tail carries along without reading them
-//! (callee-saved registers holding the program's values) may differ:
-//! comparing whole register files, a sample took a tail a tenth as often.
+//! (callee-saved registers holding the program's values), and the words
+//! restored into them, may differ: comparing whole register files, a
+//! sample took a tail a tenth as often, and checking every word read cost
+//! five times as much.
+//!
+//! A thread's trail is made by an unwind that took nothing from the one
+//! before (or had none); an unwind that takes a tail leaves the trail as
+//! it is, which holds as long as the module space does.
 //!
 //! A trail is kept outermost step first, so that a tail is a prefix of it:
 //! taking one costs the new sample's inner steps, not the tail's length.
