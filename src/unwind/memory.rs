@@ -124,19 +124,7 @@ impl<'a> Memory<'a> {
     /// Whether the copy holds `words[i]` at `addrs[i]` for every `i`
     /// (read as [`Memory::read`] would read them from the copy).
     pub(crate) fn holds(&self, addrs: &[u64], words: &[u64]) -> bool {
-        let Some(sp) = self.sp else { return addrs.is_empty() };
-        for (&addr, &word) in addrs.iter().zip(words) {
-            // (An address below sp wraps to an offset past the copy.)
-            let off = addr.wrapping_sub(sp);
-            if off >= self.starts {
-                return false;
-            }
-            match self.stack.get(off as usize..off as usize + 8) {
-                Some(b) if self.word(b.try_into().expect("8 bytes")) == word => {}
-                _ => return false,
-            }
-        }
-        true
+        addrs.iter().zip(words).all(|(&addr, &word)| self.in_copy(addr) == Some(word))
     }
 
     /// Whether no read at any of `addrs` would come from the copy.

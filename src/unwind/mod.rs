@@ -314,9 +314,8 @@ impl Unwinder {
                 // is an activation (which unwinds it).
                 let _ = space.report(process, pc);
                 let memo_gen = space.memo_generation();
-                let target = step::target(arch, space, rows, state);
+                let (ok, target) = step::unwind(&ctx, space, rows, state, caller);
                 trails.read(|| step::reads(arch, rows, target));
-                let ok = step::step_with(&ctx, rows, target, state, caller);
                 unwound = Some(ok);
                 let activation = ok && caller.pc_state == PcState::Set && caller.signal;
                 let reported = if activation { space.report(process, pc) } else { space.report_below(process, pc) };
@@ -341,8 +340,8 @@ impl Unwinder {
             let ok = match unwound {
                 Some(true) => true,
                 _ => {
-                    let (ok, reads) = step::unwind(&ctx, space, rows, state, caller);
-                    trails.read(|| reads);
+                    let (ok, target) = step::unwind(&ctx, space, rows, state, caller);
+                    trails.read(|| step::reads(arch, rows, target));
                     ok
                 }
             };

@@ -368,11 +368,11 @@ pub(crate) struct Ctx<'a> {
 /// `__libdwfl_frame_unwind`: the caller of `state` into `caller`, or
 /// false when libdw has none to offer (its `state->unwound` stays NULL:
 /// an error; `caller` is then left in an unspecified state). The module
-/// is looked up in `space`. Also the registers of `state` the step read
-/// ([`reads`]).
-pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache, state: &FrameState, caller: &mut FrameState) -> (bool, Reads) {
+/// is looked up in `space`. Also the step's [`Target`] (for the frame
+/// memo, and for what the step read: [`reads`]).
+pub(crate) fn unwind(ctx: &Ctx<'_>, space: &mut ModuleSpace, rows: &mut RowCache, state: &FrameState, caller: &mut FrameState) -> (bool, Target) {
     let target = target(ctx.arch, space, rows, state);
-    (step_with(ctx, rows, target, state, caller), reads(ctx.arch, rows, target))
+    (step_with(ctx, rows, target, state, caller), target)
 }
 
 /// What a step reads, for a trail (see `trail.rs`).

@@ -468,7 +468,7 @@ impl<'a> Sample<'a> {
         }
         let n = (st & WORDS).count_ones() as usize;
         let (words, rest) = body.split_at_checked(n * 8)?;
-        let mut words = words.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        let mut words = U64Array::new(words, endian).iter();
         let mut s = Sample { pid: -1, tid: -1, cpu: u32::MAX, time: u64::MAX, period: attr.sample_period, ..Sample::default() };
         let mut word = |bit: u64| if st & bit != 0 { words.next() } else { None };
         if let Some(v) = word(IDENTIFIER) {
@@ -538,7 +538,7 @@ impl<'a> Sample<'a> {
             const OTHERS: [u64; 6] = [DATA_SRC, TRANSACTION, PHYS_ADDR, CGROUP, DATA_PAGE_SIZE, CODE_PAGE_SIZE];
             let weight = st & (WEIGHT | WEIGHT_STRUCT) != 0;
             let n = usize::from(weight) + OTHERS.iter().filter(|&&b| st & b != 0).count();
-            let mut words = rest.get(..n * 8)?.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+            let mut words = U64Array::new(rest.get(..n * 8)?, endian).iter();
             if weight {
                 let w = words.next()?;
                 (s.weight, s.ins_lat, s.retire_lat) = if st & WEIGHT_STRUCT != 0 { (w & 0xffff_ffff, (w >> 32) as u16, (w >> 48) as u16) } else { (w, 0, 0) };
