@@ -11,8 +11,8 @@
 //! an unwind that needs it stops there. Without a stack pointer in the
 //! sample every read fails.
 //!
-//! Every read is noted in a [`ReadLog`]: its address, and the word read
-//! from the copy, if it came from there. A sample's trail (`trail.rs`) is
+//! Every read of an unwind that makes a trail is noted in a [`ReadLog`]:
+//! its address, and the word read from the copy, if it came from there. A sample's trail (`trail.rs`) is
 //! taken by a later sample only where that sample's copy holds the same
 //! words at those addresses, and not the addresses read from the files
 //! (whose words are the same while the maps are).
@@ -98,11 +98,13 @@ pub(crate) struct Memory<'a> {
     starts: u64,
     little_endian: bool,
     process: &'a dyn Process,
-    log: &'a ReadLog,
+    /// Where reads are noted, if they are (for an unwind that makes a
+    /// trail).
+    log: Option<&'a ReadLog>,
 }
 
 impl<'a> Memory<'a> {
-    pub(crate) fn new(stack: &'a [u8], sp: Option<u64>, little_endian: bool, process: &'a dyn Process, log: &'a ReadLog) -> Memory<'a> {
+    pub(crate) fn new(stack: &'a [u8], sp: Option<u64>, little_endian: bool, process: &'a dyn Process, log: Option<&'a ReadLog>) -> Memory<'a> {
         let len = stack.len() as u64;
         let starts = if sp.is_some_and(|sp| sp.checked_add(len).is_some()) { len.saturating_sub(7) } else { 0 };
         Memory { stack, sp, starts, little_endian, process, log }
@@ -149,7 +151,9 @@ impl<'a> Memory<'a> {
     #[inline]
     pub(crate) fn read_for(&self, addr: u64, reg: u8) -> Option<u64> {
         let word = self.in_copy(addr);
-        self.log.note(Read { addr, word: word.unwrap_or(0), in_copy: word.is_some(), reg });
+        if let Some(log) = self.log {
+            log.note(Read { addr, word: word.unwrap_or(0), in_copy: word.is_some(), reg });
+        }
         if word.is_some() {
             return word;
         }
@@ -192,7 +196,7 @@ mod tests {
     fn reads_inside_the_copy_only() {
         let log = ReadLog::default();
         let stack: Vec<u8> = (0u8..32).collect();
-        let m = Memory::new(&stack, Some(0x1000), true, &NoFiles, &log);
+        let m = Memory::new(&stack, Some(0x1000), true, &NoFiles, Some(&log));
         assert_eq!(m.read(0x1000), Some(u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7])));
         assert_eq!(m.read(0x1018), Some(u64::from_le_bytes([24, 25, 26, 27, 28, 29, 30, 31])));
         assert_eq!(m.read(0x1003), Some(u64::from_le_bytes([3, 4, 5, 6, 7, 8, 9, 10])));
@@ -204,10 +208,10 @@ mod tests {
         assert_eq!(m.read(u64::MAX - 3), None);
         assert_eq!(m.read(u64::MAX - 7), None);
         // Big-endian samples.
-        let m = Memory::new(&stack, Some(0x1000), false, &NoFiles, &log);
+        let m = Memory::new(&stack, Some(0x1000), false, &NoFiles, Some(&log));
         assert_eq!(m.read(0x1000), Some(0x0001020304050607));
         // No stack pointer: nothing can be read, not even files.
-        let m = Memory::new(&stack, None, true, &OneWord, &log);
+        let m = Memory::new(&stack, None, true, &OneWord, Some(&log));
         assert_eq!(m.read(0x1000), None);
         assert_eq!(m.read(0x5000), None);
     }
@@ -216,16 +220,16 @@ mod tests {
     fn reads_outside_go_to_the_mapped_file() {
         let log = ReadLog::default();
         let stack = [0u8; 16];
-        let m = Memory::new(&stack, Some(0x1000), true, &OneWord, &log);
+        let m = Memory::new(&stack, Some(0x1000), true, &OneWord, Some(&log));
         assert_eq!(m.read(0x5000), Some(42));
         assert_eq!(m.read(0x5008), None);
         // A stack pointer near the top of the address space: the end wraps
         // (as perf's u64 sum does) and every read goes to the files.
-        let m = Memory::new(&stack, Some(u64::MAX - 7), true, &OneWord, &log);
+        let m = Memory::new(&stack, Some(u64::MAX - 7), true, &OneWord, Some(&log));
         assert_eq!(m.read(u64::MAX - 7), None);
-        let m = Memory::new(&stack, Some(0x4ff0), true, &OneWord, &log);
+        let m = Memory::new(&stack, Some(0x4ff0), true, &OneWord, Some(&log));
         assert_eq!((m.read(0x4ff8), m.read(0x5000)), (Some(0), Some(42)), "the copy, then past it");
-        let m = Memory::new(&stack, Some(u64::MAX - 0x100f), true, &OneWord, &log);
+        let m = Memory::new(&stack, Some(u64::MAX - 0x100f), true, &OneWord, Some(&log));
         assert_eq!(m.read(u64::MAX - 0x100f), Some(0), "an end just below 2^64 is no wrap");
     }
 }

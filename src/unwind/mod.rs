@@ -265,7 +265,11 @@ impl Unwinder {
         let Unwinder { arch, rows, slots, layout, log, trails } = self;
         let arch = *arch;
         log.clear();
-        let mem = Memory::new(sample.stack, regs.get(arch.perf_sp()), sample.little_endian, process, log);
+        // The maps do not change during a sample.
+        let stamp = process.stamp();
+        // Only an unwind that makes a trail needs its reads noted.
+        let noting = trails.start((space.serial(), thread), stamp);
+        let mem = Memory::new(sample.stack, regs.get(arch.perf_sp()), sample.little_endian, process, noting.then_some(&*log));
         if layout.mask != regs.mask {
             *layout = InitialLayout::new(arch, regs.mask);
         }
@@ -277,9 +281,6 @@ impl Unwinder {
         first.signal = false;
         let mut cur = 0;
         let ctx = Ctx { arch, mem: &mem };
-        // The maps do not change during a sample.
-        let stamp = process.stamp();
-        trails.start((space.serial(), thread), stamp);
         let sp_reg = arch.sp();
         let stop = loop {
             let (a, b) = slots.split_at_mut(1);

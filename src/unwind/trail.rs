@@ -353,8 +353,9 @@ impl Trails {
     }
 
     /// Starts an unwind of thread `key.1` in the space of serial `key.0`,
-    /// under the maps' `stamp`.
-    pub(crate) fn start(&mut self, key: (u64, u64), stamp: u64) {
+    /// under the maps' `stamp`; true if it notes its steps (and needs
+    /// the log of its reads for that).
+    pub(crate) fn start(&mut self, key: (u64, u64), stamp: u64) -> bool {
         let slot = Trails::slot_of(key);
         let t = &self.slots[slot];
         self.previous = (t.valid && t.key == key && t.stamp == stamp).then_some(slot);
@@ -365,6 +366,7 @@ impl Trails {
         self.long = false;
         self.head.steps.clear();
         self.head.regs.clear();
+        self.noting
     }
 
     /// Notes the step from `state` about to be taken.
