@@ -101,16 +101,33 @@ impl Script {
     /// limit for user frames the session already cut where perf does).
     pub(super) fn print_callchain(&mut self, machine: &mut Machine, tid: i32, chain: impl Iterator<Item = u64> + Clone, max: usize, ty: usize, cookie: Option<u64>) {
         let Some(entries) = crate::machine::callchain_entries(chain, max) else { return };
+        self.print_entries(machine, tid, entries, ty, cookie);
+    }
+
+    /// [`Script::print_callchain`] of user frames the session unwound
+    /// (`Callchain::Split`'s `user`): addresses without context markers,
+    /// all printed (the session cut them where perf does).
+    pub(super) fn print_user_frames(&mut self, machine: &mut Machine, tid: i32, user: &[u64], ty: usize) {
+        if user.iter().any(|&ip| ip >= perf_data::sample::context::MAX) {
+            // Not from an unwinder: taken as perf takes a chain.
+            let chain = std::iter::once(perf_data::sample::context::USER).chain(user.iter().copied());
+            return self.print_callchain(machine, tid, chain, usize::MAX, ty, None);
+        }
+        self.print_entries(machine, tid, user.iter().map(|&ip| (CpuMode::User, ip)), ty, None);
+    }
+
+    /// The lines of a callchain's entries, each with its CPU mode.
+    fn print_entries(&mut self, machine: &mut Machine, tid: i32, entries: impl Iterator<Item = (CpuMode, u64)>, ty: usize, cookie: Option<u64>) {
         let code = line_code(self.ip_opts[ty], LineStyle::Callchain, false);
         let epoch = machine.epoch();
         let mut found = self.recent_maps.take(tid, epoch);
         // The mode whose front map the entry before was in.
         let mut last_front: Option<CpuMode> = None;
+        let stop_bt = !self.symbolizer.config.bt_stop.is_empty();
         for (mode, ip) in entries {
             let code = if cookie == Some(ip) { code | CODE_COOKIE } else { code };
             // In the map of the entry before (the most recent one found in
             // this mode): its symbols went out, the printer has it.
-            let stop_bt = !self.symbolizer.config.bt_stop.is_empty();
             let same = !stop_bt && found.front_has(mode, ip) && last_front == Some(mode);
             if same {
                 self.out.frame_same_map(self.buf.len(), ip, code);

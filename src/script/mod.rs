@@ -611,7 +611,7 @@ impl Script {
                     // The user part is cut where perf cuts it already.
                     self.buf.push(b'\n');
                     self.print_callchain(machine, s.tid, recorded.iter(), self.opts.max_stack, ty, None);
-                    self.print_callchain(machine, s.tid, std::iter::once(context::USER).chain(user.iter().copied()), usize::MAX, ty, None);
+                    self.print_user_frames(machine, s.tid, user, ty);
                 }
                 _ => {
                     self.buf.push(b' ');

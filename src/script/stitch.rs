@@ -30,7 +30,7 @@
 //! [`Thread::serial`]: crate::machine::Thread::serial
 
 use perf_data::bytes::U64Array;
-use perf_data::sample::{BranchStack, Sample, context};
+use perf_data::sample::{BranchStack, Sample};
 
 use super::Script;
 use super::callchain::{LineStyle, Other, line_code};
@@ -75,7 +75,7 @@ impl Script {
             _ => None,
         };
         self.print_callchain(machine, s.tid, recorded.iter(), self.opts.max_stack, ty, None);
-        self.print_callchain(machine, s.tid, std::iter::once(context::USER).chain(user.iter().copied()), usize::MAX, ty, None);
+        self.print_user_frames(machine, s.tid, user, ty);
         let code = line_code(self.ip_opts[ty], LineStyle::Callchain, false);
         for node in stitched.into_iter().flatten() {
             if let Some(line) = node.line {

@@ -114,9 +114,11 @@ impl<'a> Memory<'a> {
     /// (`None` for one that would go to the files), without noting it.
     #[inline]
     pub(crate) fn in_copy(&self, addr: u64) -> Option<u64> {
-        let start = self.sp?;
-        let off = addr.wrapping_sub(start);
-        if addr >= start && off < self.starts {
+        // One compare: `starts` is 0 without a stack pointer, and the
+        // copy's end does not pass 2^64, so an address below the stack
+        // pointer wraps to an offset past every start.
+        let off = addr.wrapping_sub(self.sp.unwrap_or(0));
+        if off < self.starts {
             let b: [u8; 8] = *self.stack.get(off as usize..)?.first_chunk()?;
             return Some(self.word(b));
         }
