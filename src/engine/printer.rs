@@ -235,13 +235,19 @@ const IN_FLIGHT: usize = 4;
 /// Batches the reading side may be ahead of the formatter while the
 /// formatter waits for the loader (a large library's symbols take tens of
 /// milliseconds): the reading goes on meanwhile.
-const AHEAD: usize = 32;
+const AHEAD: usize = 64;
 /// Batches the reading side may be ahead otherwise: batches queued are
 /// memory held (about 1 MB each), and a formatter that is the slower side
-/// gains little from more; but with some slack the reading side fills
-/// the gaps the other threads leave on the cores (12 rather than 4: 2% less
-/// wall time on the benchmark recording, the same peak RSS).
-const KEEP_AHEAD: usize = 12;
+/// gains little from more; but with slack the reading side fills the gaps
+/// the other threads leave on the cores. On the DWARF benchmark recording
+/// the formatter decodes the units of the libraries' debug files in a
+/// burst early on (about 40 ms) and is faster than the reading side after
+/// it: with 12 the reading side waited out the burst (84 of its 550 ms,
+/// `perf sched timehist`), with 32 it goes on (8-30 ms of waits). Paired
+/// runs against 12: 0.92 and 0.97 of the wall time on that recording,
+/// 0.91 on the system-wide one; peak RSS +8 and +12 MB (12 rather than 4
+/// had been 2% less wall time at the same RSS).
+const KEEP_AHEAD: usize = 32;
 
 /// Holds the reading side back to [`KEEP_AHEAD`] batches unless the
 /// formatter is waiting for the loader.
