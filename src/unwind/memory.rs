@@ -12,10 +12,12 @@
 //! sample every read fails.
 //!
 //! Every read of an unwind that makes a trail is noted in a [`ReadLog`]:
-//! its address, and the word read from the copy, if it came from there. A sample's trail (`trail.rs`) is
-//! taken by a later sample only where that sample's copy holds the same
-//! words at those addresses, and not the addresses read from the files
-//! (whose words are the same while the maps are).
+//! its address, and the word read from the copy, if it came from there
+//! (the other unwinds note nothing: only a trail's making reads the log).
+//! A sample's trail (`trail.rs`) is taken by a later sample only where
+//! that sample's copy holds the same words at those addresses, and not
+//! the addresses read from the files (whose words are the same while the
+//! maps are).
 
 use std::cell::Cell;
 
@@ -216,6 +218,12 @@ mod tests {
         let m = Memory::new(&stack, None, true, &OneWord, Some(&log));
         assert_eq!(m.read(0x1000), None);
         assert_eq!(m.read(0x5000), None);
+        // Every read so far was noted; without a log, the same words and
+        // no note.
+        assert_eq!(log.len(), 11);
+        let m = Memory::new(&stack, Some(0x1000), true, &NoFiles, None);
+        assert_eq!((m.read(0x1018), m.read(0x1019), m.read(0xff8)), (Some(u64::from_le_bytes([24, 25, 26, 27, 28, 29, 30, 31])), None, None));
+        assert_eq!(log.len(), 11);
     }
 
     #[test]
