@@ -289,7 +289,7 @@ impl Unwinder {
             // The rest of the thread's previous unwind, where it is this
             // one's (see `trail.rs`); else the step is noted for the
             // thread's next sample.
-            let at = At { frames: frames.len(), budget, mets: space.mets(), memo_gen: space.memo_generation() };
+            let at = At::now(frames.len(), budget, space);
             if let Some(stop) = trails.take(state, sp_reg, &mem, log, frames, at) {
                 return stop;
             }
@@ -353,7 +353,7 @@ impl Unwinder {
                 PcState::Error => break Stop::NoCaller,
             }
         };
-        let end = At { frames: frames.len(), budget, mets: space.mets(), memo_gen: space.memo_generation() };
+        let end = At::now(frames.len(), budget, space);
         trails.finish(stop, frames, end, log);
         stop
     }

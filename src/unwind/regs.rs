@@ -131,7 +131,7 @@ impl Arch {
     /// frame-pointer fallback (`ebl_unwind`), if the backend has one.
     pub(crate) fn fp_fallback(self) -> Option<(usize, usize)> {
         match self {
-            Arch::X86_64 => Some((6, 7)),
+            Arch::X86_64 => Some((6, self.sp() as usize)),
         }
     }
 }

@@ -56,7 +56,7 @@
 
 use super::memory::{ANY, Memory, ReadLog};
 use super::step::{FrameState, PcState, Reads};
-use super::{Frame, Stop};
+use super::{Frame, ModuleSpace, Stop};
 
 /// Trails kept, direct-mapped by thread.
 const TRAIL_SLOTS: usize = 64;
@@ -304,6 +304,13 @@ pub(crate) struct At {
     /// The space's count of maps met, and its memo generation.
     pub mets: u64,
     pub memo_gen: u32,
+}
+
+impl At {
+    /// An unwind with `frames` produced and `budget` left, in `space`.
+    pub(crate) fn now(frames: usize, budget: usize, space: &ModuleSpace) -> At {
+        At { frames, budget, mets: space.mets(), memo_gen: space.memo_generation() }
+    }
 }
 
 /// The trails of the threads last unwound, and the steps of the unwind
